@@ -1,0 +1,520 @@
+//! Probability vectors over a vocabulary: logits → f64 probabilities
+//! (temperature, softmax, top-k, top-p), total variation, categorical sampling.
+//!
+//! Numerical rules are those of `SCHEMES.md` §0: f64 everywhere, truncated
+//! tokens are exactly `0.0`, sampling never returns a zero-weight token.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// Sums of user-supplied distributions must be 1 within this tolerance.
+pub const SUM_TOLERANCE: f64 = 1e-9;
+
+/// A processed next-token distribution.
+///
+/// `probs` is dense over the whole vocabulary; `support` lists, in ascending
+/// order, the ids with positive mass. Schemes iterate the support, so their
+/// cost follows the number of live tokens (tens to thousands after top-p)
+/// rather than the vocabulary (50272 for OPT).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dist {
+    probs: Vec<f64>,
+    support: Vec<u32>,
+}
+
+/// Why a vector is not a probability distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DistError {
+    Empty,
+    NotFinite { index: usize },
+    Negative { index: usize, value: f64 },
+    Sum { sum: f64 },
+}
+
+impl fmt::Display for DistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DistError::Empty => write!(
+                f,
+                "the distribution is empty: give at least one probability"
+            ),
+            DistError::NotFinite { index } => {
+                write!(
+                    f,
+                    "entry {index} is not a finite number: give finite probabilities"
+                )
+            }
+            DistError::Negative { index, value } => {
+                write!(
+                    f,
+                    "entry {index} is negative ({value}): probabilities must be >= 0"
+                )
+            }
+            DistError::Sum { sum } => write!(
+                f,
+                "the probabilities sum to {sum}, not 1 (tolerance {SUM_TOLERANCE:e}): normalise them"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DistError {}
+
+impl Dist {
+    /// Validates a user-supplied vector: finite, nonnegative, sum 1 within
+    /// [`SUM_TOLERANCE`]. The values are kept as given (not renormalised).
+    pub fn new(probs: Vec<f64>) -> Result<Self, DistError> {
+        if probs.is_empty() {
+            return Err(DistError::Empty);
+        }
+        for (index, &value) in probs.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(DistError::NotFinite { index });
+            }
+            if value < 0.0 {
+                return Err(DistError::Negative { index, value });
+            }
+        }
+        let sum: f64 = probs.iter().sum();
+        if (sum - 1.0).abs() > SUM_TOLERANCE {
+            return Err(DistError::Sum { sum });
+        }
+        Ok(Self::from_trusted(probs))
+    }
+
+    /// Wraps a vector the caller has already made a distribution
+    /// (nonnegative, finite, summing to 1 up to rounding).
+    pub fn from_trusted(probs: Vec<f64>) -> Self {
+        let support = probs
+            .iter()
+            .enumerate()
+            .filter(|&(_, &p)| p > 0.0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        Self { probs, support }
+    }
+
+    /// Builds a distribution from its positive entries (ids ascending).
+    pub fn from_sparse(vocab: usize, ids: &[u32], values: &[f64]) -> Self {
+        debug_assert_eq!(ids.len(), values.len());
+        let mut probs = vec![0.0; vocab];
+        let mut support = Vec::with_capacity(ids.len());
+        for (&id, &value) in ids.iter().zip(values) {
+            if value > 0.0 {
+                probs[id as usize] = value;
+                support.push(id);
+            }
+        }
+        Self { probs, support }
+    }
+
+    /// Dense probabilities over the whole vocabulary.
+    pub fn probs(&self) -> &[f64] {
+        &self.probs
+    }
+
+    /// Ids with positive mass, ascending.
+    pub fn support(&self) -> &[u32] {
+        &self.support
+    }
+
+    /// Vocabulary size.
+    pub fn vocab(&self) -> usize {
+        self.probs.len()
+    }
+
+    /// Probability of one token.
+    #[inline]
+    pub fn get(&self, token: u32) -> f64 {
+        self.probs[token as usize]
+    }
+
+    /// Draws one token: `u` is a uniform in [0, 1).
+    pub fn sample(&self, u: f64) -> u32 {
+        let i = sample_with(
+            self.support.len(),
+            |i| self.probs[self.support[i] as usize],
+            u,
+        )
+        .expect("a Dist always has positive mass");
+        self.support[i]
+    }
+}
+
+/// Logit processing applied to target and draft logits before any scheme
+/// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Processing {
+    pub temperature: f64,
+    /// Keep the k most likely tokens (ties by smaller id). `None`: no top-k.
+    pub top_k: Option<usize>,
+    /// Nucleus mass; `1.0` keeps every token.
+    pub top_p: f64,
+}
+
+impl Default for Processing {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_k: None,
+            top_p: 1.0,
+        }
+    }
+}
+
+impl Processing {
+    /// One-line errors for impossible settings.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.temperature.is_finite() && self.temperature > 0.0) {
+            return Err(format!(
+                "temperature {} is not a positive number: use a temperature > 0",
+                self.temperature
+            ));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(format!(
+                "top-p {} is outside (0, 1]: use a value in (0, 1]",
+                self.top_p
+            ));
+        }
+        if self.top_k == Some(0) {
+            return Err("top-k 0 keeps no token: use top-k >= 1 or leave it unset".into());
+        }
+        Ok(())
+    }
+
+    /// logits → processed distribution. Fails on NaN logits or bad settings.
+    pub fn apply<T: Copy + Into<f64>>(&self, logits: &[T]) -> Result<Dist, String> {
+        self.validate()?;
+        if logits.is_empty() {
+            return Err("no logits: the vocabulary is empty".into());
+        }
+        let mut probs = softmax(logits, self.temperature)?;
+        if let Some(k) = self.top_k
+            && k < probs.len()
+        {
+            let kept = top_tokens(&probs, k);
+            keep_only(&mut probs, &kept);
+        }
+        if self.top_p < 1.0 {
+            let kept = nucleus(&probs, self.top_p);
+            keep_only(&mut probs, &kept);
+        }
+        Ok(Dist::from_trusted(probs))
+    }
+}
+
+/// Softmax of `logits / temperature` in f64. `-inf` logits get probability 0.
+fn softmax<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
+    let mut max = f64::NEG_INFINITY;
+    for (i, &l) in logits.iter().enumerate() {
+        let l: f64 = l.into();
+        if l.is_nan() || l == f64::INFINITY {
+            return Err(format!(
+                "logit {i} is {l}: the model produced an invalid value"
+            ));
+        }
+        max = max.max(l);
+    }
+    if max == f64::NEG_INFINITY {
+        return Err("every logit is -inf: no token can be sampled".into());
+    }
+    let mut probs: Vec<f64> = logits
+        .iter()
+        .map(|&l| ((l.into() - max) / temperature).exp())
+        .collect();
+    let sum: f64 = probs.iter().sum();
+    probs.iter_mut().for_each(|p| *p /= sum);
+    Ok(probs)
+}
+
+/// Order for truncation: larger probability first, ties by smaller id.
+fn by_prob_desc(probs: &[f64]) -> impl Fn(&u32, &u32) -> Ordering + '_ {
+    move |&a, &b| {
+        probs[b as usize]
+            .partial_cmp(&probs[a as usize])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(&b))
+    }
+}
+
+/// The ids of the `k` most likely tokens (ties by smaller id), in no order.
+fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
+    let mut ids: Vec<u32> = (0..probs.len() as u32).collect();
+    if k < ids.len() {
+        ids.select_nth_unstable_by(k - 1, by_prob_desc(probs));
+        ids.truncate(k);
+    }
+    ids
+}
+
+/// The shortest prefix, in descending-probability order, whose mass reaches
+/// `top_p`, including the token that crosses it. Sorts only as deep as needed:
+/// a partial selection of growing size avoids an O(V log V) sort of 50k ids.
+fn nucleus(probs: &[f64], top_p: f64) -> Vec<u32> {
+    let mut ids: Vec<u32> = (0..probs.len() as u32)
+        .filter(|&i| probs[i as usize] > 0.0)
+        .collect();
+    let total: f64 = ids.iter().map(|&i| probs[i as usize]).sum();
+    let target = top_p * total;
+    let mut depth = 64.min(ids.len());
+    loop {
+        if depth < ids.len() {
+            ids.select_nth_unstable_by(depth - 1, by_prob_desc(probs));
+        }
+        ids[..depth].sort_unstable_by(by_prob_desc(probs));
+        let mut mass = 0.0;
+        for (n, &id) in ids[..depth].iter().enumerate() {
+            mass += probs[id as usize];
+            if mass >= target {
+                ids.truncate(n + 1);
+                return ids;
+            }
+        }
+        if depth == ids.len() {
+            // Rounding left the full mass just short of the target: keep all.
+            return ids;
+        }
+        depth = (depth * 4).min(ids.len());
+    }
+}
+
+/// Zeroes every token not in `kept` and renormalises the rest.
+fn keep_only(probs: &mut [f64], kept: &[u32]) {
+    let mut mask = vec![false; probs.len()];
+    for &id in kept {
+        mask[id as usize] = true;
+    }
+    let mut sum = 0.0;
+    for (p, &keep) in probs.iter_mut().zip(&mask) {
+        if keep {
+            sum += *p;
+        } else {
+            *p = 0.0;
+        }
+    }
+    probs.iter_mut().for_each(|p| *p /= sum);
+}
+
+/// `TV(p, q) = Σ_y (p_y − q_y)_+`, summed over the support of `p`.
+pub fn total_variation(p: &Dist, q: &Dist) -> f64 {
+    p.support()
+        .iter()
+        .map(|&y| (p.get(y) - q.get(y)).max(0.0))
+        .sum()
+}
+
+/// Categorical sampling from unnormalised weights `w(0..n)` (`SCHEMES.md` §0.3).
+///
+/// `t = u · Σw`; returns the first index whose running sum exceeds `t`,
+/// skipping zero weights; if rounding leaves `t` at or above the final sum,
+/// the last positive index. `None` when every weight is zero. The weights are
+/// evaluated twice (sum, then scan), so the closure must be deterministic.
+#[inline]
+pub fn sample_with(n: usize, weight: impl Fn(usize) -> f64, u: f64) -> Option<usize> {
+    let total: f64 = (0..n).map(|i| weight(i).max(0.0)).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let t = u * total;
+    let mut running = 0.0;
+    let mut last = None;
+    for i in 0..n {
+        let w = weight(i);
+        if w > 0.0 {
+            running += w;
+            last = Some(i);
+            if running > t {
+                return last;
+            }
+        }
+    }
+    last
+}
+
+/// [`sample_with`] over a slice.
+pub fn sample_index(weights: &[f64], u: f64) -> Option<usize> {
+    sample_with(weights.len(), |i| weights[i], u)
+}
+
+/// Repeated draws from one distribution in O(log n): cumulative sums over
+/// the support and a binary search. Used to draft inputs in tests and benches.
+#[derive(Clone, Debug)]
+pub struct CdfSampler {
+    ids: Vec<u32>,
+    cumulative: Vec<f64>,
+}
+
+impl CdfSampler {
+    pub fn new(dist: &Dist) -> Self {
+        let mut running = 0.0;
+        let cumulative = dist
+            .support()
+            .iter()
+            .map(|&id| {
+                running += dist.get(id);
+                running
+            })
+            .collect();
+        Self {
+            ids: dist.support().to_vec(),
+            cumulative,
+        }
+    }
+
+    /// One draw; `u` uniform in [0, 1).
+    #[inline]
+    pub fn sample(&self, u: f64) -> u32 {
+        let total = *self.cumulative.last().expect("nonempty support");
+        let t = u * total;
+        let i = self.cumulative.partition_point(|&c| c <= t);
+        self.ids[i.min(self.ids.len() - 1)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_rejects_what_is_not_a_distribution() {
+        assert_eq!(Dist::new(vec![]), Err(DistError::Empty));
+        assert!(matches!(
+            Dist::new(vec![0.5, f64::NAN]),
+            Err(DistError::NotFinite { index: 1 })
+        ));
+        assert!(matches!(
+            Dist::new(vec![1.5, -0.5]),
+            Err(DistError::Negative { index: 1, .. })
+        ));
+        assert!(matches!(
+            Dist::new(vec![0.5, 0.4]),
+            Err(DistError::Sum { .. })
+        ));
+        let d = Dist::new(vec![0.5, 0.0, 0.5]).unwrap();
+        assert_eq!(d.support(), &[0, 2]);
+    }
+
+    #[test]
+    fn temperature_and_softmax_match_the_closed_form() {
+        let proc = Processing {
+            temperature: 2.0,
+            ..Processing::default()
+        };
+        let d = proc.apply(&[0.0f64, 2.0f64.ln() * 2.0]).unwrap();
+        assert!((d.get(0) - 1.0 / 3.0).abs() < 1e-15);
+        assert!((d.get(1) - 2.0 / 3.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn top_p_keeps_the_shortest_prefix_reaching_the_mass_with_ties_by_id() {
+        // probabilities 0.4, 0.2, 0.2, 0.1, 0.1 at ids 3, 0, 4, 1, 2
+        let probs = [0.2f64, 0.1, 0.1, 0.4, 0.2];
+        let logits: Vec<f64> = probs.iter().map(|p| p.ln()).collect();
+        let proc = Processing {
+            top_p: 0.75,
+            ..Processing::default()
+        };
+        let d = proc.apply(&logits).unwrap();
+        // 0.4 (id 3) + 0.2 (id 0, smaller id of the tie) = 0.6 < 0.75, + 0.2 (id 4) = 0.8.
+        assert_eq!(d.support(), &[0, 3, 4]);
+        assert_eq!(d.get(1), 0.0);
+        assert!((d.get(3) - 0.5).abs() < 1e-15);
+        let crossing = Processing {
+            top_p: 0.6,
+            ..Processing::default()
+        }
+        .apply(&logits)
+        .unwrap();
+        assert_eq!(crossing.support(), &[0, 3]);
+    }
+
+    #[test]
+    fn top_p_on_a_large_vocabulary_agrees_with_a_full_sort() {
+        let v = 5000;
+        let logits: Vec<f64> = (0..v)
+            .map(|i| -((i * 7919 % v) as f64 + 1.0).ln() * 1.3)
+            .collect();
+        let d = Processing {
+            top_p: 0.95,
+            ..Processing::default()
+        }
+        .apply(&logits)
+        .unwrap();
+        let full = softmax(&logits, 1.0).unwrap();
+        let mut order: Vec<u32> = (0..v as u32).collect();
+        order.sort_by(by_prob_desc(&full));
+        let mut mass = 0.0;
+        let mut n = 0;
+        while mass < 0.95 {
+            mass += full[order[n] as usize];
+            n += 1;
+        }
+        let mut expect: Vec<u32> = order[..n].to_vec();
+        expect.sort();
+        assert_eq!(d.support(), expect.as_slice());
+        assert!(n > 64, "the test must exercise the deepening loop ({n})");
+    }
+
+    #[test]
+    fn top_k_then_top_p_are_applied_in_that_order() {
+        let logits: Vec<f64> = [0.5f64, 0.3, 0.15, 0.05].iter().map(|p| p.ln()).collect();
+        let d = Processing {
+            top_k: Some(2),
+            top_p: 0.6,
+            ..Processing::default()
+        }
+        .apply(&logits)
+        .unwrap();
+        // top-2 renormalised: 0.625, 0.375; top-p 0.6 then keeps id 0 only.
+        assert_eq!(d.support(), &[0]);
+        assert_eq!(d.get(0), 1.0);
+    }
+
+    #[test]
+    fn processing_rejects_bad_settings_and_logits() {
+        let bad = |p: Processing| p.apply(&[0.0f64, 1.0]).is_err();
+        assert!(bad(Processing {
+            temperature: 0.0,
+            ..Processing::default()
+        }));
+        assert!(bad(Processing {
+            top_p: 0.0,
+            ..Processing::default()
+        }));
+        assert!(bad(Processing {
+            top_k: Some(0),
+            ..Processing::default()
+        }));
+        assert!(Processing::default().apply(&[f64::NAN, 0.0]).is_err());
+    }
+
+    #[test]
+    fn sampling_follows_the_running_sum_rule_and_never_returns_zero_weight() {
+        let w = [0.0, 1.0, 0.0, 3.0, 0.0];
+        assert_eq!(sample_index(&w, 0.0), Some(1));
+        assert_eq!(sample_index(&w, 0.2499), Some(1));
+        assert_eq!(sample_index(&w, 0.25), Some(3));
+        assert_eq!(sample_index(&w, 0.999_999_999_999), Some(3));
+        assert_eq!(sample_index(&[0.0, 0.0], 0.5), None);
+        // t at or above the final running sum falls back to the last positive weight.
+        assert_eq!(sample_with(3, |i| [0.1, 0.2, 0.0][i], 1.0), Some(1));
+    }
+
+    #[test]
+    fn cdf_sampler_matches_categorical_sampling() {
+        let d = Dist::new(vec![0.1, 0.0, 0.6, 0.3]).unwrap();
+        let s = CdfSampler::new(&d);
+        for k in 0..1000 {
+            let u = k as f64 / 1000.0;
+            assert_eq!(s.sample(u), d.sample(u), "u = {u}");
+        }
+    }
+
+    #[test]
+    fn total_variation_of_the_seven_token_example_is_a_quarter() {
+        let p = Dist::new(vec![0.35, 0.25, 0.15, 0.10, 0.08, 0.05, 0.02]).unwrap();
+        let q = Dist::new(vec![0.20, 0.30, 0.05, 0.15, 0.10, 0.15, 0.05]).unwrap();
+        assert!((total_variation(&p, &q) - 0.25).abs() < 1e-15);
+    }
+}

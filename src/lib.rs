@@ -1,0 +1,12 @@
+//! specbench: exact multi-draft speculative sampling schemes, side by side.
+//!
+//! * [`dist`]: logits → processed f64 distributions, sampling.
+//! * [`select`]: token-level selection schemes (pure math, no models).
+//! * [`theory`]: exact acceptance computations.
+//! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
+//! * [`bench`]: per-token timing of the schemes.
+
+pub mod dist;
+pub mod rng;
+pub mod select;
+pub mod theory;

@@ -1,0 +1,245 @@
+//! Token-level selection schemes: pure f64 mathematics, no models, no I/O.
+//!
+//! A scheme sees the processed target distribution `p`, the laws the drafts
+//! were sampled from, and the drafted tokens, and emits one token whose law is
+//! exactly `p` (`SCHEMES.md`). Every scheme follows one protocol:
+//!
+//! * [`Scheme::prepare`] does the per-node work that does not depend on the
+//!   drawn tokens (ρ*, `p_I`, LP weights, residual sequences, …);
+//! * [`Prepared::select`] emits a token given the inputs and fresh coins;
+//! * [`Prepared::conditional_law`] is the exact law of that token given the
+//!   inputs, summed over the scheme's coins: the exactness tests enumerate it;
+//! * [`Prepared::acceptance`] is the closed-form landing probability where
+//!   one exists.
+
+pub mod baselines;
+pub mod draft;
+pub mod flow;
+pub mod greedy;
+pub mod importance;
+pub mod optimal;
+pub mod pair;
+pub mod registry;
+pub mod rsd;
+pub mod single;
+pub mod specinfer;
+pub mod spectr;
+pub mod two_step;
+pub mod weighted;
+
+use std::fmt;
+
+use crate::dist::{Dist, sample_with};
+use crate::rng::SpecRng;
+
+pub use draft::{DraftLaw, InputSampler};
+pub use registry::{ParamInfo, SchemeInfo, build, build_list, catalogue};
+
+/// A scheme could not be prepared for these inputs (unsupported draft
+/// configuration, a size limit, …). The message names the fix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemeError(pub String);
+
+impl fmt::Display for SchemeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SchemeError {}
+
+pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T, SchemeError> {
+    Err(SchemeError(message.into()))
+}
+
+/// The laws the K inputs were drafted from.
+///
+/// `Identical` means one draft model, temperature and top-p for every draft
+/// (one `q`); `independent` drafts may differ (for example two temperatures).
+#[derive(Clone, Debug)]
+pub struct Drafts<'a> {
+    laws: Vec<&'a Dist>,
+    identical: bool,
+}
+
+impl<'a> Drafts<'a> {
+    /// K drafts from one law.
+    pub fn identical(q: &'a Dist, k: usize) -> Self {
+        Self {
+            laws: vec![q; k],
+            identical: true,
+        }
+    }
+
+    /// Independent drafts, one law each, in draft-index order.
+    pub fn independent(laws: Vec<&'a Dist>) -> Self {
+        Self {
+            laws,
+            identical: false,
+        }
+    }
+
+    /// Number of drafts K.
+    pub fn k(&self) -> usize {
+        self.laws.len()
+    }
+
+    /// Law of draft `i` (0-based).
+    pub fn law(&self, i: usize) -> &'a Dist {
+        self.laws[i]
+    }
+
+    pub fn laws(&self) -> &[&'a Dist] {
+        &self.laws
+    }
+
+    pub fn is_identical(&self) -> bool {
+        self.identical
+    }
+
+    /// The first `k` drafts (what remains when a walk keeps fewer drafts).
+    pub fn first(&self, k: usize) -> Drafts<'a> {
+        Drafts {
+            laws: self.laws[..k].to_vec(),
+            identical: self.identical,
+        }
+    }
+}
+
+/// A token-level selection scheme (see the module docs for the protocol).
+pub trait Scheme: Send + Sync + fmt::Debug {
+    /// The registry name (`single`, `specinfer`, `is`, …).
+    fn id(&self) -> &'static str;
+
+    /// Name with parameters, as written on the command line (`is:m=40:s=5`).
+    fn label(&self) -> String {
+        self.id().to_string()
+    }
+
+    /// How the inputs must be drafted for this scheme to be exact.
+    fn draft_law(&self) -> DraftLaw {
+        DraftLaw::Independent
+    }
+
+    /// Whether the scheme is defined for these drafts (K, identical or not).
+    fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError>;
+
+    /// Per-node precomputation for target `p` and these drafts.
+    fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError>;
+}
+
+/// A scheme prepared at one node.
+pub trait Prepared {
+    /// Emits one token given the drafted inputs (draft-index order).
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32;
+
+    /// Exact law of the emitted token given the inputs (dense over the vocabulary).
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64>;
+
+    /// Closed-form landing probability `Pr[Y ∈ inputs]`, where one exists.
+    fn acceptance(&self) -> Option<f64> {
+        None
+    }
+
+    /// Two-step schemes: `Σ_y min(p_y, p_I(y))`, a lower bound on landing.
+    fn selection_acceptance(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The strict acceptance test of `SCHEMES.md` §0.2: accept with probability
+/// `min(1, target/draft)` as `u·draft < target`, never forming the ratio.
+#[inline]
+pub(crate) fn accepts(u: f64, target: f64, draft: f64) -> bool {
+    u * draft < target
+}
+
+/// The probability that [`accepts`] holds for `u ~ U[0,1)`.
+#[inline]
+pub(crate) fn acceptance_probability(target: f64, draft: f64) -> f64 {
+    if target <= 0.0 {
+        0.0
+    } else if target >= draft {
+        1.0
+    } else {
+        target / draft
+    }
+}
+
+/// Samples the residual `(p − minus)_+` over the support of `p`.
+///
+/// A residual has no mass only when the rejection that asked for it had
+/// probability 0, which rounding can fake; then sample `p` itself
+/// (`SCHEMES.md` §0.4).
+pub(crate) fn sample_residual(p: &Dist, minus: impl Fn(u32) -> f64, u: f64) -> u32 {
+    let support = p.support();
+    match sample_with(support.len(), |i| p.get(support[i]) - minus(support[i]), u) {
+        Some(i) => support[i],
+        None => p.sample(u),
+    }
+}
+
+/// Adds `weight × norm((p − minus)_+)` to a dense law, with the same
+/// fallback to `p` as [`sample_residual`].
+pub(crate) fn add_residual_law(law: &mut [f64], weight: f64, p: &Dist, minus: impl Fn(u32) -> f64) {
+    if weight == 0.0 {
+        return;
+    }
+    let support = p.support();
+    let residual = |y: u32| (p.get(y) - minus(y)).max(0.0);
+    let mass: f64 = support.iter().map(|&y| residual(y)).sum();
+    if mass > 0.0 {
+        for &y in support {
+            law[y as usize] += weight * residual(y) / mass;
+        }
+    } else {
+        for &y in support {
+            law[y as usize] += weight * p.get(y);
+        }
+    }
+}
+
+/// The input tokens, each once, in order of first appearance.
+pub fn distinct(inputs: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::with_capacity(inputs.len());
+    for &x in inputs {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// Requires exactly K drafts equal to the number of inputs the scheme
+/// handles, and a shared vocabulary.
+pub(crate) fn check_vocab(p: &Dist, drafts: &Drafts) -> Result<(), SchemeError> {
+    if drafts.k() == 0 {
+        return fail("no drafts: K must be at least 1");
+    }
+    for (i, q) in drafts.laws().iter().enumerate() {
+        if q.vocab() != p.vocab() {
+            return fail(format!(
+                "draft {} has vocabulary {} but the target has {}: give vectors of one length",
+                i + 1,
+                q.vocab(),
+                p.vocab()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Schemes defined for identical drafts only.
+pub(crate) fn require_identical(id: &str, drafts: &Drafts) -> Result<(), SchemeError> {
+    if drafts.is_identical() || drafts.k() == 1 {
+        Ok(())
+    } else {
+        fail(format!(
+            "{id} needs identical drafts (one q): give one --q, or use specinfer or is for non-identical drafts"
+        ))
+    }
+}

@@ -1,0 +1,129 @@
+//! `optimal`: the oracle sampler of `SCHEMES.md` h for small supports.
+//!
+//! A maximum transport plan `f` between `p` and the input-set law becomes a
+//! selection rule, `α_y(σ) = (f_{y,σ} + leftover_σ·[y = min σ]) / m_σ`, run
+//! through the two-step sampler: exact for any `f`, and its selection
+//! acceptance is `P*` when `f` is optimal. It enumerates the input tuples,
+//! so it is limited to small supports (`TUPLE_LIMIT`).
+
+use std::collections::HashMap;
+
+use crate::dist::{Dist, sample_with};
+use crate::rng::SpecRng;
+
+use super::super::two_step::{SelectionRule, TwoStep};
+use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::{SetMasses, pstar_flow};
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Optimal;
+
+impl Scheme for Optimal {
+    fn id(&self) -> &'static str {
+        "optimal"
+    }
+
+    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
+        Ok(())
+    }
+
+    fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        check_vocab(p, drafts)?;
+        let sets = SetMasses::of(DraftLaw::Independent, drafts)?;
+        let plan = pstar_flow(p, &sets);
+        let mut alphas = HashMap::with_capacity(sets.sets.len());
+        let mut intermediate: HashMap<u32, f64> = HashMap::new();
+        for ((set, mass), flows) in sets.sets.into_iter().zip(plan.flows) {
+            let routed: f64 = flows.iter().map(|f| f.1).sum();
+            let leftover = (mass - routed).max(0.0);
+            let mut alpha: Vec<(u32, f64)> = set.iter().map(|&y| (y, 0.0)).collect();
+            for (y, flow) in flows {
+                alpha
+                    .iter_mut()
+                    .find(|a| a.0 == y)
+                    .expect("flow into the set")
+                    .1 += flow;
+            }
+            alpha[0].1 += leftover; // the set is sorted: index 0 is the smallest id
+            for entry in &mut alpha {
+                *intermediate.entry(entry.0).or_insert(0.0) += entry.1;
+                entry.1 /= mass;
+            }
+            alphas.insert(set, alpha);
+        }
+        Ok(Box::new(OptimalNode {
+            two_step: TwoStep {
+                p,
+                rule: OracleRule {
+                    alphas,
+                    intermediate,
+                },
+            },
+            pstar: plan.value,
+        }))
+    }
+}
+
+struct OracleRule {
+    /// `α(σ)` for every input set with positive probability.
+    alphas: HashMap<Vec<u32>, Vec<(u32, f64)>>,
+    intermediate: HashMap<u32, f64>,
+}
+
+impl OracleRule {
+    /// `α` for the tuple's set; a tuple of probability zero takes its first input.
+    fn alpha_of(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        let mut set = inputs.to_vec();
+        set.sort_unstable();
+        set.dedup();
+        self.alphas
+            .get(&set)
+            .cloned()
+            .unwrap_or_else(|| vec![(inputs[0], 1.0)])
+    }
+}
+
+impl SelectionRule for OracleRule {
+    fn choose(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let alpha = self.alpha_of(inputs);
+        let i = sample_with(alpha.len(), |i| alpha[i].1, rng.uniform()).unwrap_or(0);
+        alpha[i].0
+    }
+
+    fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        self.alpha_of(inputs)
+    }
+
+    fn intermediate(&self, y: u32) -> f64 {
+        self.intermediate.get(&y).copied().unwrap_or(0.0)
+    }
+}
+
+struct OptimalNode<'a> {
+    two_step: TwoStep<'a, OracleRule>,
+    pstar: f64,
+}
+
+impl Prepared for OptimalNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
+    }
+
+    /// Landing is at least the selection acceptance, which the optimal plan
+    /// makes `P*`, and no exact scheme lands more often than `P*`.
+    fn acceptance(&self) -> Option<f64> {
+        Some(self.pstar)
+    }
+
+    fn selection_acceptance(&self) -> Option<f64> {
+        self.two_step.selection_acceptance()
+    }
+}

@@ -1,0 +1,200 @@
+//! SpecTr's K-SEQ (Sun et al.; `SCHEMES.md` d). Identical i.i.d. drafts only.
+//!
+//! Each input is accepted w.p. `min(1, p/(ρq))`, stopping at the first
+//! acceptance; with `ρ ≥ ρ*` the general residual below is nonnegative and
+//! the output is exact. `ρ*` is found by bisection and the *upper* end is
+//! returned, so rounding can only push ρ above ρ*, never below.
+
+use crate::dist::Dist;
+use crate::rng::SpecRng;
+
+use super::{
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
+    check_vocab, fail, require_identical, sample_residual,
+};
+
+/// `spectr` with ρ* (default) or a fixed ρ, which must be ≥ ρ*.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpecTr {
+    pub rho: Option<f64>,
+}
+
+impl Scheme for SpecTr {
+    fn id(&self) -> &'static str {
+        "spectr"
+    }
+
+    fn label(&self) -> String {
+        match self.rho {
+            Some(rho) => format!("spectr:rho={rho}"),
+            None => "spectr".into(),
+        }
+    }
+
+    fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
+        require_identical("spectr", drafts)
+    }
+
+    fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        check_vocab(p, drafts)?;
+        self.supports(drafts)?;
+        let q = drafts.law(0);
+        let k = drafts.k();
+        let star = rho_star(p, q, k);
+        let rho = match self.rho {
+            None => star,
+            Some(rho) if rho >= star => rho,
+            Some(rho) => {
+                return fail(format!(
+                    "spectr rho={rho} is below rho*={star:.6} for this node, which biases the output: use rho >= rho* or leave rho unset"
+                ));
+            }
+        };
+        let beta = beta(p, q, rho);
+        let accept_any = 1.0 - (1.0 - beta).powi(k as i32);
+        Ok(Box::new(SpecTrNode {
+            p,
+            q,
+            k,
+            rho,
+            beta,
+            accept_any,
+        }))
+    }
+}
+
+/// `β(ρ) = Σ_x min(q(x), p(x)/ρ)`, the per-input acceptance probability.
+pub fn beta(p: &Dist, q: &Dist, rho: f64) -> f64 {
+    p.support()
+        .iter()
+        .map(|&x| q.get(x).min(p.get(x) / rho))
+        .sum()
+}
+
+/// The smallest `ρ ∈ [1, K]` with `f(ρ) = ρβ(ρ) − 1 + (1 − β(ρ))^K ≥ 0`,
+/// rounded up (`SCHEMES.md` d).
+///
+/// `β` is piecewise linear in `1/ρ` with breakpoints at `p(x)/q(x)`: after one
+/// sort, each evaluation is a binary search plus prefix sums, so the 60
+/// bisection steps cost O(log n) each instead of O(V).
+pub fn rho_star(p: &Dist, q: &Dist, k: usize) -> f64 {
+    if k == 1 {
+        return 1.0;
+    }
+    let mut pieces: Vec<(f64, f64, f64)> = p
+        .support()
+        .iter()
+        .filter(|&&x| q.get(x) > 0.0)
+        .map(|&x| (p.get(x) / q.get(x), p.get(x), q.get(x)))
+        .collect();
+    pieces.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    // low_p[j] = Σ p over the j smallest ratios; high_q[j] = Σ q over the rest.
+    let mut low_p = vec![0.0; pieces.len() + 1];
+    let mut high_q = vec![0.0; pieces.len() + 1];
+    for (j, piece) in pieces.iter().enumerate() {
+        low_p[j + 1] = low_p[j] + piece.1;
+    }
+    for (j, piece) in pieces.iter().enumerate().rev() {
+        high_q[j] = high_q[j + 1] + piece.2;
+    }
+    let f = |rho: f64| {
+        let j = pieces.partition_point(|piece| piece.0 <= rho);
+        let b = low_p[j] / rho + high_q[j];
+        rho * b - (1.0 - (1.0 - b).powi(k as i32))
+    };
+    if f(1.0) >= 0.0 {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (1.0, k as f64);
+    for _ in 0..60 {
+        if hi - lo <= 1e-12 * hi {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        if f(mid) >= 0.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+struct SpecTrNode<'a> {
+    p: &'a Dist,
+    q: &'a Dist,
+    k: usize,
+    rho: f64,
+    beta: f64,
+    /// `A = 1 − (1 − β)^K`.
+    accept_any: f64,
+}
+
+impl SpecTrNode<'_> {
+    /// The unnormalised general residual `p(x) − min(q(x), p(x)/ρ)·A/β`,
+    /// with rounding noise clipped.
+    fn residual_minus(&self, x: u32) -> f64 {
+        self.q.get(x).min(self.p.get(x) / self.rho) * self.accept_any / self.beta
+    }
+}
+
+impl Prepared for SpecTrNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        for &x in inputs {
+            if accepts(rng.uniform(), self.p.get(x), self.rho * self.q.get(x)) {
+                return x;
+            }
+        }
+        if self.beta == 0.0 {
+            return self.p.sample(rng.uniform());
+        }
+        sample_residual(self.p, |x| self.residual_minus(x), rng.uniform())
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        let mut law = vec![0.0; self.p.vocab()];
+        let mut reach = 1.0;
+        for &x in inputs {
+            let accept = acceptance_probability(self.p.get(x), self.rho * self.q.get(x));
+            law[x as usize] += reach * accept;
+            reach *= 1.0 - accept;
+        }
+        if self.beta == 0.0 {
+            add_residual_law(&mut law, reach, self.p, |_| 0.0);
+        } else {
+            add_residual_law(&mut law, reach, self.p, |x| self.residual_minus(x));
+        }
+        law
+    }
+
+    /// `A + (1 − A) Σ_x p_res(x) (1 − (1 − r̄(x))^K)`, which is `A(ρ*)` at ρ*.
+    fn acceptance(&self) -> Option<f64> {
+        let reject_all = (1.0 - self.beta).powi(self.k as i32);
+        if reject_all == 0.0 || self.beta == 0.0 {
+            return Some(self.accept_any);
+        }
+        let residual: Vec<(u32, f64)> = self
+            .p
+            .support()
+            .iter()
+            .map(|&x| (x, (self.p.get(x) - self.residual_minus(x)).max(0.0)))
+            .collect();
+        let mass: f64 = residual.iter().map(|r| r.1).sum();
+        if mass == 0.0 {
+            return Some(self.accept_any);
+        }
+        let landing: f64 = residual
+            .iter()
+            .map(|&(x, r)| {
+                let rejected_law =
+                    (self.q.get(x) - self.p.get(x) / self.rho).max(0.0) / (1.0 - self.beta);
+                r / mass * (1.0 - (1.0 - rejected_law).powi(self.k as i32))
+            })
+            .sum();
+        Some(self.accept_any + reject_all * landing)
+    }
+}

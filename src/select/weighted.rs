@@ -1,0 +1,134 @@
+//! Simple weighted importance-sampling rules (`SCHEMES.md` g): two-step
+//! schemes whose pair weights come from a fixed function instead of an LP.
+//! Like `is`, pairs outside the alphabet go to the alphabet token, so the
+//! exact `p_I` costs O(V + M²); K > 2 runs the same tournament.
+
+use crate::dist::Dist;
+
+use super::importance::{DEFAULT_ALPHABET, Tournament};
+use super::pair::{InnerRule, PairConfig};
+use super::two_step::TwoStep;
+use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
+
+/// Which weight function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// `w_i(x) = p(x)/q_i(x)`.
+    Ratio,
+    /// `w_i(x) = p(x)`.
+    Target,
+    /// `w = 1`: either input w.p. ½ at each stage.
+    Uniform,
+    /// Always the first input (`p_I = q_1`): SD on `X_1` with continuation.
+    First,
+    /// Deterministic: the input with the larger key `p − q1·q2` (`is` at s = 1).
+    Priority,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 5] = [
+        Variant::Ratio,
+        Variant::Target,
+        Variant::Uniform,
+        Variant::First,
+        Variant::Priority,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Variant::Ratio => "is_ratio",
+            Variant::Target => "is_target",
+            Variant::Uniform => "is_uniform",
+            Variant::First => "is_first",
+            Variant::Priority => "is_priority",
+        }
+    }
+
+    /// Whether the alphabet size `m` changes the rule.
+    pub fn uses_alphabet(self) -> bool {
+        matches!(self, Variant::Ratio | Variant::Target | Variant::Priority)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct WeightedIs {
+    pub variant: Variant,
+    pub alphabet: usize,
+}
+
+impl WeightedIs {
+    pub fn new(variant: Variant, alphabet: usize) -> Result<Self, SchemeError> {
+        if variant.uses_alphabet() && alphabet == 0 {
+            return fail(format!(
+                "{} needs m >= 1: for example {}:m=40",
+                variant.id(),
+                variant.id()
+            ));
+        }
+        Ok(Self { variant, alphabet })
+    }
+
+    pub fn with_defaults(variant: Variant) -> Self {
+        Self {
+            variant,
+            alphabet: DEFAULT_ALPHABET,
+        }
+    }
+
+    fn config(&self) -> PairConfig {
+        let weighted = |rule| PairConfig {
+            alphabet: self.alphabet,
+            inner: self.alphabet,
+            rule,
+            outside_first: 0.5,
+        };
+        let constant = |outside_first| PairConfig {
+            alphabet: 0,
+            inner: 0,
+            rule: InnerRule::Lp,
+            outside_first,
+        };
+        match self.variant {
+            Variant::Ratio => weighted(InnerRule::Ratio),
+            Variant::Target => weighted(InnerRule::Target),
+            Variant::Uniform => constant(0.5),
+            Variant::First => constant(1.0),
+            Variant::Priority => PairConfig {
+                alphabet: self.alphabet,
+                inner: 1,
+                rule: InnerRule::Lp,
+                outside_first: 0.5,
+            },
+        }
+    }
+}
+
+impl Scheme for WeightedIs {
+    fn id(&self) -> &'static str {
+        self.variant.id()
+    }
+
+    fn label(&self) -> String {
+        if self.variant.uses_alphabet() {
+            format!("{}:m={}", self.variant.id(), self.alphabet)
+        } else {
+            self.variant.id().to_string()
+        }
+    }
+
+    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
+        Ok(())
+    }
+
+    fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        check_vocab(p, drafts)?;
+        Ok(Box::new(TwoStep {
+            p,
+            rule: Tournament::new(p, drafts, self.config()),
+        }))
+    }
+}
