@@ -6,7 +6,10 @@
 //! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
 //! * [`bench`]: per-token timing of the schemes.
 
+pub mod bench;
+pub mod cli;
 pub mod dist;
 pub mod rng;
 pub mod select;
 pub mod theory;
+pub mod verify;

@@ -24,7 +24,15 @@ impl Scheme for Greedy {
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
-        require_identical("greedy", drafts)
+        require_identical("greedy", drafts)?;
+        let vocab = drafts.law(0).vocab();
+        if drafts.k() > vocab {
+            return fail(format!(
+                "greedy drafts K distinct tokens, but K = {} exceeds the vocabulary ({vocab}): use K <= V",
+                drafts.k()
+            ));
+        }
+        Ok(())
     }
 
     fn prepare<'a>(
@@ -34,13 +42,6 @@ impl Scheme for Greedy {
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
         check_vocab(p, drafts)?;
         self.supports(drafts)?;
-        if drafts.k() > p.vocab() {
-            return fail(format!(
-                "greedy drafts K distinct tokens, but K = {} exceeds the vocabulary ({})",
-                drafts.k(),
-                p.vocab()
-            ));
-        }
         Ok(Box::new(GreedyNode {
             p,
             draft: GreedyDraft::new(drafts.law(0), drafts.k()),

@@ -35,21 +35,43 @@ use crate::rng::SpecRng;
 pub use draft::{DraftLaw, InputSampler};
 pub use registry::{ParamInfo, SchemeInfo, build, build_list, catalogue};
 
-/// A scheme could not be prepared for these inputs (unsupported draft
-/// configuration, a size limit, …). The message names the fix.
+/// A scheme could not be built or prepared (bad parameters, unsupported
+/// drafts, a size limit). The message is one line that names the fix.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SchemeError(pub String);
+pub struct SchemeError {
+    pub message: String,
+    /// The inputs are valid but beyond what this computation enumerates
+    /// (tuple or variable limits): a smaller node would work.
+    pub too_large: bool,
+}
+
+impl SchemeError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            too_large: false,
+        }
+    }
+}
 
 impl fmt::Display for SchemeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for SchemeError {}
 
-pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T, SchemeError> {
-    Err(SchemeError(message.into()))
+pub fn fail<T>(message: impl Into<String>) -> Result<T, SchemeError> {
+    Err(SchemeError::new(message))
+}
+
+/// A size limit was hit (see [`SchemeError::too_large`]).
+pub fn too_large<T>(message: impl Into<String>) -> Result<T, SchemeError> {
+    Err(SchemeError {
+        message: message.into(),
+        too_large: true,
+    })
 }
 
 /// The laws the K inputs were drafted from.

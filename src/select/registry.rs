@@ -200,7 +200,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
         .map(|info| info.params.iter().map(|p| p.name).collect())
         .ok_or_else(|| {
             let names: Vec<&str> = catalogue().iter().map(|info| info.id).collect();
-            SchemeError(format!(
+            SchemeError::new(format!(
                 "unknown scheme '{name}': choose from {} (see `specbench schemes`)",
                 names.join(", ")
             ))
@@ -228,7 +228,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
         match get(key) {
             None => Ok(default),
             Some(v) => v.parse().map_err(|_| {
-                SchemeError(format!("{name}:{key}={v}: {key} must be a whole number"))
+                SchemeError::new(format!("{name}:{key}={v}: {key} must be a whole number"))
             }),
         }
     };
@@ -281,6 +281,33 @@ pub fn build_list(list: &str) -> Result<Vec<Box<dyn Scheme>>, SchemeError> {
     Ok(schemes)
 }
 
+/// The `specbench schemes` table.
+pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {
+    let mut out = String::new();
+    for info in schemes {
+        out.push_str(&format!("{:<12} {}\n", info.id, info.summary));
+        out.push_str(&format!(
+            "{:<12} drafts: {}; K: {}; draft law: {}; acceptance: {}\n",
+            "",
+            info.drafts,
+            info.k,
+            info.draft_law.describe(),
+            info.acceptance
+        ));
+        for param in &info.params {
+            out.push_str(&format!(
+                "{:<12} {}={} — {}\n",
+                "", param.name, param.default, param.help
+            ));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "Write parameters as name:key=value, e.g. is:m=20:s=10; lists are comma-separated.\n",
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,7 +336,7 @@ mod tests {
             ("single:m=3", "no parameters"),
         ] {
             let err = build(spec).unwrap_err();
-            assert!(err.0.contains(needle), "{spec}: {err}");
+            assert!(err.message.contains(needle), "{spec}: {err}");
         }
     }
 

@@ -77,12 +77,12 @@ impl AcceptReport {
         );
         let _ = writeln!(
             out,
-            "{:<16} {:<20} {:>10} {:>10} {:>10}  {}",
+            "{:<16} {:<26} {:>10} {:>10} {:>10}  {}",
             "scheme", "draft law", "landing", "selection", "optimum", "method"
         );
         let _ = writeln!(
             out,
-            "{:<16} {:<20} {:>10.6} {:>10} {:>10.6}  {}",
+            "{:<16} {:<26} {:>10.6} {:>10} {:>10.6}  {}",
             "optimal (P*)", "independent", self.pstar, "-", self.pstar, "min-cut"
         );
         for row in &self.rows {
@@ -95,7 +95,7 @@ impl AcceptReport {
             };
             let _ = writeln!(
                 out,
-                "{:<16} {:<20} {:>10.6} {:>10} {:>10}  {method}",
+                "{:<16} {:<26} {:>10.6} {:>10} {:>10}  {method}",
                 row.scheme, law, row.landing, selection, optimum
             );
         }

@@ -6,7 +6,7 @@ pub mod accept;
 
 use crate::dist::Dist;
 use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};
-use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, fail};
+use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, too_large};
 
 /// Most `tuples × V` work an exact enumeration will do.
 pub const ENUMERATION_LIMIT: f64 = 5e7;
@@ -35,7 +35,7 @@ pub fn exact_outcome(
     let law = scheme.draft_law();
     let work = tuple_count(law, drafts) * p.vocab() as f64;
     if work > ENUMERATION_LIMIT {
-        return fail(format!(
+        return too_large(format!(
             "enumerating {} exactly needs {work:.2e} operations (limit {ENUMERATION_LIMIT:.0e}): use smaller supports or fewer drafts",
             scheme.label()
         ));

@@ -7,7 +7,7 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
 use crate::dist::Dist;
 
-use super::super::{SchemeError, fail};
+use super::super::{SchemeError, fail, too_large};
 
 /// Most variables the oracle will build.
 pub const VARIABLE_LIMIT: usize = 50_000;
@@ -19,7 +19,7 @@ pub const VARIABLE_LIMIT: usize = 50_000;
 pub fn pstar_lp(p: &Dist, tuples: &[(Vec<u32>, f64)]) -> Result<f64, SchemeError> {
     let v = p.vocab();
     if tuples.len() * v > VARIABLE_LIMIT {
-        return fail(format!(
+        return too_large(format!(
             "the transport LP would have {} variables, over the limit of {VARIABLE_LIMIT}: use it for small V only",
             tuples.len() * v
         ));

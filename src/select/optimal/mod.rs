@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use crate::dist::Dist;
 
 use super::flow::{EdgeId, FlowNetwork};
-use super::{DraftLaw, Drafts, SchemeError, fail};
+use super::{DraftLaw, Drafts, SchemeError, too_large};
 
 pub use oracle::Optimal;
 
@@ -79,7 +79,7 @@ impl SetMasses {
     pub fn of(law: DraftLaw, drafts: &Drafts) -> Result<Self, SchemeError> {
         let tuples = tuple_count(law, drafts);
         if tuples > TUPLE_LIMIT as f64 {
-            return fail(format!(
+            return too_large(format!(
                 "the input-set law needs {tuples:.3e} input tuples, over the limit of {TUPLE_LIMIT:.0e}: use smaller supports (top-p/top-k) or fewer drafts"
             ));
         }
@@ -216,6 +216,6 @@ mod tests {
     fn tuple_limit_is_a_clear_error() {
         let q = Dist::from_trusted(vec![1.0 / 2000.0; 2000]);
         let err = SetMasses::of(DraftLaw::Independent, &Drafts::identical(&q, 2)).unwrap_err();
-        assert!(err.0.contains("limit"), "{err}");
+        assert!(err.message.contains("limit"), "{err}");
     }
 }
