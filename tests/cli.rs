@@ -1,0 +1,212 @@
+//! The command line as a user meets it: outputs, one-line errors, exit codes.
+
+use std::process::{Command, Output};
+
+fn specbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const P: &str = "0.35,0.25,0.15,0.10,0.08,0.05,0.02";
+const Q: &str = "0.20,0.30,0.05,0.15,0.10,0.15,0.05";
+
+#[test]
+fn theory_accept_json_gives_the_reference_values() {
+    let out = specbench(&["theory", "accept", "--p", P, "--q", Q, "-k", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let get = |key: &str| json[key].as_f64().unwrap();
+    assert!((get("optimal") - 0.9375).abs() < 1e-12);
+    assert!((get("single") - 0.75).abs() < 1e-12);
+    assert!((get("specinfer") - 0.8125).abs() < 1e-12);
+    for key in ["spectr", "rsd", "is"] {
+        assert!(get(key) > 0.75 && get(key) <= 1.0, "{key}");
+    }
+}
+
+#[test]
+fn theory_accept_reads_json_files_and_non_identical_drafts() {
+    let dir = std::env::temp_dir().join(format!("specbench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("p.json");
+    std::fs::write(&p, "[0.35, 0.25, 0.15, 0.10, 0.08, 0.05, 0.02]").unwrap();
+    let at = format!("@{}", p.display());
+    let out = specbench(&[
+        "theory",
+        "accept",
+        "--p",
+        &at,
+        "--q",
+        Q,
+        "--q",
+        "0.05,0.10,0.30,0.05,0.20,0.10,0.20",
+        "-k",
+        "2",
+        "--schemes",
+        "specinfer,is:m=7:s=7",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!((json["optimal"].as_f64().unwrap() - 0.89).abs() < 1e-12);
+    assert!((json["specinfer"].as_f64().unwrap() - 0.8375).abs() < 1e-12);
+    assert!(json["is:m=7:s=7"].as_f64().unwrap() >= 0.89 - 1e-12);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_input_gets_a_one_line_error_and_a_nonzero_exit() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "theory", "accept", "--p", "0.5,0.4", "--q", "0.5,0.5", "-k", "2",
+            ],
+            "sum to",
+        ),
+        (
+            &[
+                "theory",
+                "accept",
+                "--p",
+                "0.5,0.5",
+                "--q",
+                "0.5,0.3,0.2",
+                "-k",
+                "2",
+            ],
+            "one length",
+        ),
+        (
+            &[
+                "theory", "accept", "--p", "1.2,-0.2", "--q", "0.5,0.5", "-k", "2",
+            ],
+            "negative",
+        ),
+        (
+            &[
+                "theory", "accept", "--p", "0.5,0.5", "--q", "0.5,0.5", "-k", "0",
+            ],
+            "at least 1",
+        ),
+        (
+            &[
+                "theory", "accept", "--p", "0.5,abc", "--q", "0.5,0.5", "-k", "2",
+            ],
+            "not a number",
+        ),
+        (
+            &[
+                "theory",
+                "accept",
+                "--p",
+                "@/no/such.json",
+                "--q",
+                "0.5,0.5",
+                "-k",
+                "2",
+            ],
+            "cannot read",
+        ),
+        (
+            &[
+                "theory",
+                "accept",
+                "--p",
+                "0.5,0.5",
+                "--q",
+                "0.5,0.5",
+                "-k",
+                "2",
+                "--schemes",
+                "nope",
+            ],
+            "unknown scheme",
+        ),
+        (&["verify", "--schemes", "is:s=0"], "1 <= s <= m"),
+    ];
+    for (args, needle) in cases {
+        let out = specbench(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn schemes_lists_every_scheme_with_its_parameters() {
+    let out = specbench(&["schemes"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for name in [
+        "single",
+        "specinfer",
+        "rsd",
+        "spectr",
+        "is ",
+        "greedy",
+        "optimal",
+        "is_ratio",
+        "m=40",
+        "s=5",
+    ] {
+        assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&specbench(&["schemes", "--json"]))).unwrap();
+    assert!(json.as_array().unwrap().len() >= 14);
+}
+
+#[test]
+fn verify_passes_a_quick_run_and_reports_json() {
+    let out = specbench(&[
+        "verify",
+        "--schemes",
+        "single,specinfer,is",
+        "--instances",
+        "20",
+        "--samples",
+        "20000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let schemes = json["schemes"].as_array().unwrap();
+    assert_eq!(schemes.len(), 3);
+    assert!(schemes.iter().all(|s| s["passed"].as_bool() == Some(true)));
+}
+
+#[test]
+fn bench_select_runs_a_tiny_configuration() {
+    let out = specbench(&[
+        "bench",
+        "select",
+        "--schemes",
+        "single,is",
+        "--drafts",
+        "2",
+        "--nodes",
+        "2",
+        "--tokens",
+        "5",
+        "--vocab",
+        "2000",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("is:m=40:s=5") && text.contains("P* (value)"),
+        "{text}"
+    );
+}
