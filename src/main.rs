@@ -85,10 +85,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 draft_temperature: args.draft_temp,
                 seed: args.seed,
             };
-            if options.drafts.iter().any(|&k| k == 0)
-                || options.nodes == 0
-                || options.tokens_per_node == 0
-            {
+            if options.drafts.contains(&0) || options.nodes == 0 || options.tokens_per_node == 0 {
                 return Err("--drafts, --nodes and --tokens must be at least 1".into());
             }
             let report = bench_select(&options).map_err(|e| e.to_string())?;

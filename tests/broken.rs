@@ -4,11 +4,9 @@
 //! 10⁶-sample G-test on the same instance must fail too. If these tests
 //! ever pass a broken scheme, the checks that pass the real ones prove nothing.
 
-use std::borrow::Cow;
-
 use specbench::dist::{Dist, sample_with};
 use specbench::rng::SpecRng;
-use specbench::select::pair::{InnerRule, PairConfig, PairRule};
+use specbench::select::pair::{InnerRule, Law, PairConfig, PairRule};
 use specbench::select::rsd::Rsd;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::spectr::beta;
@@ -298,7 +296,7 @@ impl Scheme for IsWrongIntermediate {
             rule: InnerRule::Lp,
             outside_first: 0.5,
         };
-        let rule = PairRule::new(p, Cow::Borrowed(q), Cow::Borrowed(q), config);
+        let rule = PairRule::new(p, Law::Dense(q), Law::Dense(q), config);
         Ok(Box::new(WrongIntermediateNode { p, q, rule }))
     }
 }

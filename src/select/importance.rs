@@ -2,12 +2,10 @@
 //! sampler with pair weights from a truncated LP (alphabet `M`, LP block `s`),
 //! K = 2 directly and K > 2 through a tournament of pair stages (f.4).
 
-use std::borrow::Cow;
-
 use crate::dist::Dist;
 use crate::rng::SpecRng;
 
-use super::pair::{InnerRule, PairConfig, PairRule};
+use super::pair::{InnerRule, Law, PairConfig, PairRule};
 use super::two_step::{SelectionRule, TwoStep, add_weight};
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
 
@@ -89,13 +87,13 @@ impl<'a> Tournament<'a> {
         for m in 1..drafts.k() {
             // The incumbent's law: draft 1 itself, then each stage's p_I.
             let incumbent = match stages.last() {
-                None => Cow::Borrowed(drafts.law(0)),
-                Some(stage) => Cow::Owned(stage.intermediate_dist(p.vocab())),
+                None => Law::Dense(drafts.law(0)),
+                Some(stage) => stage.intermediate_law(),
             };
             stages.push(PairRule::new(
                 p,
                 incumbent,
-                Cow::Borrowed(drafts.law(m)),
+                Law::Dense(drafts.law(m)),
                 config,
             ));
         }

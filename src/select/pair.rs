@@ -19,7 +19,6 @@
 //! program is the unordered one of f.2 written twice: the same `p_I`
 //! formulas and the same optimal value.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::dist::Dist;
@@ -47,17 +46,47 @@ pub struct PairConfig {
     pub outside_first: f64,
 }
 
+/// A draft law as a pair stage sees it: a processed distribution, or a
+/// tournament incumbent's law kept sparse (its support and values), so that
+/// K > 2 never allocates vocabulary-sized vectors per stage.
+#[derive(Clone, Debug)]
+pub enum Law<'a> {
+    Dense(&'a Dist),
+    Sparse { ids: Vec<u32>, values: Vec<f64> },
+}
+
+impl Law<'_> {
+    #[inline]
+    pub fn get(&self, x: u32) -> f64 {
+        match self {
+            Law::Dense(d) => d.get(x),
+            Law::Sparse { ids, values } => ids.binary_search(&x).map_or(0.0, |i| values[i]),
+        }
+    }
+
+    /// Ids with positive mass, ascending.
+    pub fn support(&self) -> &[u32] {
+        match self {
+            Law::Dense(d) => d.support(),
+            Law::Sparse { ids, .. } => ids,
+        }
+    }
+}
+
 /// The rule built for one `(p, q1, q2)`.
 #[derive(Clone, Debug)]
 pub struct PairRule<'a> {
-    q1: Cow<'a, Dist>,
-    q2: Cow<'a, Dist>,
+    q1: Law<'a>,
+    q2: Law<'a>,
     /// Draftable tokens (`q1 + q2 > 0`), ascending.
     draftable: Vec<u32>,
     /// `Ω′` in priority order: rank 0 first.
     alphabet: Vec<u32>,
     /// `(token, rank)` sorted by token, for rank look-ups.
     ranks: Vec<(u32, usize)>,
+    /// `suffix1[r] = Σ_{rank ≥ r} q1` over the alphabet (`suffix1[M] = 0`); same for q2.
+    suffix1: Vec<f64>,
+    suffix2: Vec<f64>,
     /// `s = |Ω₁|`.
     inner: usize,
     /// `σ[u·s + v]` = Pr[select X_1] for `(X_1, X_2) = (Ω₁[u], Ω₁[v])`.
@@ -71,35 +100,47 @@ pub struct PairRule<'a> {
 }
 
 impl<'a> PairRule<'a> {
-    pub fn new(p: &Dist, q1: Cow<'a, Dist>, q2: Cow<'a, Dist>, config: PairConfig) -> Self {
+    pub fn new(p: &Dist, q1: Law<'a>, q2: Law<'a>, config: PairConfig) -> Self {
         let draftable = union(q1.support(), q2.support());
-        let key = |x: u32| p.get(x) - q1.get(x) * q2.get(x);
-        let by_priority = |a: &u32, b: &u32| {
-            key(*b)
-                .partial_cmp(&key(*a))
+        // Keys computed once; order: larger key first, ties by smaller id.
+        let mut order: Vec<(f64, u32)> = draftable
+            .iter()
+            .map(|&x| (p.get(x) - q1.get(x) * q2.get(x), x))
+            .collect();
+        let by_priority = |a: &(f64, u32), b: &(f64, u32)| {
+            b.0.partial_cmp(&a.0)
                 .unwrap_or(Ordering::Equal)
-                .then(a.cmp(b))
+                .then(a.1.cmp(&b.1))
         };
         // O(n) selection of Ω′; the tail of `order` is then exactly Ω₀.
         let size = config.alphabet.min(draftable.len());
-        let mut order = draftable.clone();
         if size > 0 && size < order.len() {
             order.select_nth_unstable_by(size - 1, by_priority);
         }
         let (alphabet, outside) = order.split_at_mut(size);
         alphabet.sort_unstable_by(by_priority);
-        let q1_outside = outside.iter().map(|&x| q1.get(x)).sum();
-        let q2_outside = outside.iter().map(|&x| q2.get(x)).sum();
-        let alphabet = alphabet.to_vec();
+        let q1_outside = outside.iter().map(|&(_, x)| q1.get(x)).sum();
+        let q2_outside = outside.iter().map(|&(_, x)| q2.get(x)).sum();
+        let alphabet: Vec<u32> = alphabet.iter().map(|&(_, x)| x).collect();
         let mut ranks: Vec<(u32, usize)> =
             alphabet.iter().enumerate().map(|(r, &x)| (x, r)).collect();
         ranks.sort_unstable();
+        let suffix = |q: &Law| {
+            let mut sums = vec![0.0; alphabet.len() + 1];
+            for r in (0..alphabet.len()).rev() {
+                sums[r] = sums[r + 1] + q.get(alphabet[r]);
+            }
+            sums
+        };
+        let (suffix1, suffix2) = (suffix(&q1), suffix(&q2));
         let mut rule = Self {
             q1,
             q2,
             draftable,
             alphabet,
             ranks,
+            suffix1,
+            suffix2,
             inner: config.inner.clamp(1, size.max(1)).min(size),
             sigma: Vec::new(),
             outside_first: config.outside_first,
@@ -109,7 +150,7 @@ impl<'a> PairRule<'a> {
         };
         rule.sigma = match config.rule {
             InnerRule::Lp => rule.lp_weights(p),
-            InnerRule::Ratio => rule.weight_rule(|q: &Dist, x| {
+            InnerRule::Ratio => rule.weight_rule(|q: &Law, x| {
                 if q.get(x) > 0.0 {
                     p.get(x) / q.get(x)
                 } else {
@@ -145,20 +186,12 @@ impl<'a> PairRule<'a> {
         self.sigma[u * self.inner + v]
     }
 
-    /// `Σ` of a law over the alphabet ranks `from..`.
-    fn alphabet_mass(&self, q: &Dist, from: usize) -> f64 {
-        self.alphabet[from.min(self.alphabet.len())..]
-            .iter()
-            .map(|&x| q.get(x))
-            .sum()
-    }
-
     /// `f_k`: what an `Ω₁` token gets from tuples it shares with `Ω₂ ∪ Ω₀`
     /// (it always wins those) or with itself.
     fn inner_base(&self, k: u32) -> f64 {
         let (q1k, q2k) = (self.q1.get(k), self.q2.get(k));
-        let below1 = self.alphabet_mass(&self.q1, self.inner) + self.q1_outside;
-        let below2 = self.alphabet_mass(&self.q2, self.inner) + self.q2_outside;
+        let below1 = self.suffix1[self.inner] + self.q1_outside;
+        let below2 = self.suffix2[self.inner] + self.q2_outside;
         q1k * q2k + q1k * below2 + below1 * q2k
     }
 
@@ -210,7 +243,7 @@ impl<'a> PairRule<'a> {
     }
 
     /// `σ(u, v) = w_1(u) / (w_1(u) + w_2(v))`, ½ when both weights are 0.
-    fn weight_rule(&self, weight: impl Fn(&Dist, u32) -> f64) -> Vec<f64> {
+    fn weight_rule(&self, weight: impl Fn(&Law, u32) -> f64) -> Vec<f64> {
         let s = self.inner;
         let mut sigma = vec![1.0; s * s];
         for u in 0..s {
@@ -240,8 +273,8 @@ impl<'a> PairRule<'a> {
             }
             value
         } else {
-            let below1 = self.alphabet_mass(&self.q1, r + 1) + self.q1_outside;
-            let below2 = self.alphabet_mass(&self.q2, r + 1) + self.q2_outside;
+            let below1 = self.suffix1[r + 1] + self.q1_outside;
+            let below2 = self.suffix2[r + 1] + self.q2_outside;
             q1k * q2k + q1k * below2 + below1 * q2k
         }
     }
@@ -285,14 +318,19 @@ impl<'a> PairRule<'a> {
         }
     }
 
-    /// `p_I` as a distribution over the draftable tokens (for tournaments).
-    pub fn intermediate_dist(&self, vocab: usize) -> Dist {
-        let values: Vec<f64> = self
-            .draftable
-            .iter()
-            .map(|&k| self.intermediate(k))
-            .collect();
-        Dist::from_sparse(vocab, &self.draftable, &values)
+    /// `p_I` as a sparse law over the draftable tokens (the next
+    /// tournament stage's incumbent law).
+    pub fn intermediate_law(&self) -> Law<'static> {
+        let mut ids = Vec::with_capacity(self.draftable.len());
+        let mut values = Vec::with_capacity(self.draftable.len());
+        for &k in &self.draftable {
+            let value = self.intermediate(k);
+            if value > 0.0 {
+                ids.push(k);
+                values.push(value);
+            }
+        }
+        Law::Sparse { ids, values }
     }
 }
 

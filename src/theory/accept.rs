@@ -77,13 +77,13 @@ impl AcceptReport {
         );
         let _ = writeln!(
             out,
-            "{:<16} {:<26} {:>10} {:>10} {:>10}  {}",
-            "scheme", "draft law", "landing", "selection", "optimum", "method"
+            "{:<16} {:<26} {:>10} {:>10} {:>10}  method",
+            "scheme", "draft law", "landing", "selection", "optimum"
         );
         let _ = writeln!(
             out,
-            "{:<16} {:<26} {:>10.6} {:>10} {:>10.6}  {}",
-            "optimal (P*)", "independent", self.pstar, "-", self.pstar, "min-cut"
+            "{:<16} {:<26} {:>10.6} {:>10} {:>10.6}  min-cut",
+            "optimal (P*)", "independent", self.pstar, "-", self.pstar
         );
         for row in &self.rows {
             let law = format!("{} (K={})", row.draft_law.describe(), row.drafts);

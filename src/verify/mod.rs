@@ -116,8 +116,8 @@ impl VerifyReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<16} {:>9} {:>12} {:>12} {:>12} {:>11}  {}",
-            "scheme", "instances", "max|law−p|", "closed-form", "over-opt", "G p-value", "result"
+            "{:<16} {:>9} {:>12} {:>12} {:>12} {:>11}  result",
+            "scheme", "instances", "max|law−p|", "closed-form", "over-opt", "G p-value"
         );
         for s in &self.schemes {
             let gap = s
@@ -246,7 +246,7 @@ pub fn instances_for(scheme: &dyn Scheme, seed: u64, count: usize) -> Vec<Instan
     while out.len() < count && attempt < 50 * count.max(1) {
         let v = 2 + (rng.uniform() * 5.0) as usize;
         let k = 1 + (rng.uniform() * 4.0) as usize;
-        let identical = attempt % 2 == 0;
+        let identical = attempt.is_multiple_of(2);
         let special = Special::ALL[(attempt / 2) % Special::ALL.len()];
         attempt += 1;
         let inst = small_instance(&mut rng, v, k, identical, special);
