@@ -6,7 +6,7 @@
 
 use specbench::dist::{Dist, sample_with};
 use specbench::rng::SpecRng;
-use specbench::select::pair::{InnerRule, Law, PairConfig, PairRule};
+use specbench::select::pair::{InnerRule, PairConfig, PairRule};
 use specbench::select::rsd::Rsd;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::spectr::beta;
@@ -237,7 +237,7 @@ struct IsWrongIntermediate;
 struct WrongIntermediateNode<'a> {
     p: &'a Dist,
     q: &'a Dist,
-    rule: PairRule<'a>,
+    rule: PairRule,
 }
 
 impl WrongIntermediateNode<'_> {
@@ -296,7 +296,7 @@ impl Scheme for IsWrongIntermediate {
             rule: InnerRule::Lp,
             outside_first: 0.5,
         };
-        let rule = PairRule::new(p, Law::Dense(q), Law::Dense(q), config);
+        let rule = PairRule::new(p, q, q, config);
         Ok(Box::new(WrongIntermediateNode { p, q, rule }))
     }
 }

@@ -5,7 +5,9 @@
 use crate::dist::Dist;
 use crate::rng::SpecRng;
 
-use super::pair::{InnerRule, Law, PairConfig, PairRule};
+use std::sync::Arc;
+
+use super::pair::{InnerRule, PairConfig, PairRule, gather, union};
 use super::two_step::{SelectionRule, TwoStep, add_weight};
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
 
@@ -75,27 +77,42 @@ impl Scheme for ImportanceSampling {
 /// The multi-stage tournament: the incumbent `W` (law `d`) meets `X_m` in a
 /// non-identical pair stage; the winner's exact law becomes the next `d`.
 /// With K = 1 there are no stages and the rule is "take `X_1`" (`p_I = q_1`),
-/// so the two-step sampler is SD; with K = 2 it is one pair stage.
+/// so the two-step sampler is SD; with K = 2 it is one pair stage. All
+/// stages share one id list, the union of the drafts' supports.
 pub struct Tournament<'a> {
     first: &'a Dist,
-    stages: Vec<PairRule<'a>>,
+    stages: Vec<PairRule>,
 }
 
 impl<'a> Tournament<'a> {
     pub fn new(p: &Dist, drafts: &Drafts<'a>, config: PairConfig) -> Self {
-        let mut stages: Vec<PairRule<'a>> = Vec::with_capacity(drafts.k().saturating_sub(1));
-        for m in 1..drafts.k() {
-            // The incumbent's law: draft 1 itself, then each stage's p_I.
-            let incumbent = match stages.last() {
-                None => Law::Dense(drafts.law(0)),
-                Some(stage) => stage.intermediate_law(),
+        let mut stages: Vec<PairRule> = Vec::with_capacity(drafts.k().saturating_sub(1));
+        if drafts.k() > 1 {
+            let ids: Arc<[u32]> = if drafts.is_identical() {
+                drafts.law(0).support().into()
+            } else {
+                drafts
+                    .laws()
+                    .iter()
+                    .fold(Vec::new(), |ids, q| union(&ids, q.support()))
+                    .into()
             };
-            stages.push(PairRule::new(
-                p,
-                incumbent,
-                Law::Dense(drafts.law(m)),
-                config,
-            ));
+            let first = gather(drafts.law(0), &ids);
+            let shared = drafts.is_identical().then(|| first.clone());
+            let mut incumbent = first;
+            for m in 1..drafts.k() {
+                let challenger = shared
+                    .clone()
+                    .unwrap_or_else(|| gather(drafts.law(m), &ids));
+                let stage = PairRule::aligned(p, ids.clone(), incumbent, challenger, config);
+                // The winner's exact law is the next stage's incumbent law.
+                incumbent = if m + 1 < drafts.k() {
+                    stage.intermediate_aligned()
+                } else {
+                    Vec::new()
+                };
+                stages.push(stage);
+            }
         }
         Self {
             first: drafts.law(0),

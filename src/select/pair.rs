@@ -20,6 +20,7 @@
 //! formulas and the same optimal value.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use crate::dist::Dist;
 
@@ -46,44 +47,24 @@ pub struct PairConfig {
     pub outside_first: f64,
 }
 
-/// A draft law as a pair stage sees it: a processed distribution, or a
-/// tournament incumbent's law kept sparse (its support and values), so that
-/// K > 2 never allocates vocabulary-sized vectors per stage.
-#[derive(Clone, Debug)]
-pub enum Law<'a> {
-    Dense(&'a Dist),
-    Sparse { ids: Vec<u32>, values: Vec<f64> },
-}
-
-impl Law<'_> {
-    #[inline]
-    pub fn get(&self, x: u32) -> f64 {
-        match self {
-            Law::Dense(d) => d.get(x),
-            Law::Sparse { ids, values } => ids.binary_search(&x).map_or(0.0, |i| values[i]),
-        }
-    }
-
-    /// Ids with positive mass, ascending.
-    pub fn support(&self) -> &[u32] {
-        match self {
-            Law::Dense(d) => d.support(),
-            Law::Sparse { ids, .. } => ids,
-        }
-    }
-}
+/// Marks a position outside the alphabet in `PairRule::rank_at`.
+const OUTSIDE: u32 = u32::MAX;
 
 /// The rule built for one `(p, q1, q2)`.
+///
+/// Both laws are vectors aligned with one sorted id list `ids` that covers
+/// their supports. A tournament shares that list between its stages, so a
+/// stage's exact `p_I` is the next stage's `q1` with no look-ups and no
+/// vocabulary-sized allocation.
 #[derive(Clone, Debug)]
-pub struct PairRule<'a> {
-    q1: Law<'a>,
-    q2: Law<'a>,
-    /// Draftable tokens (`q1 + q2 > 0`), ascending.
-    draftable: Vec<u32>,
-    /// `Ω′` in priority order: rank 0 first.
-    alphabet: Vec<u32>,
-    /// `(token, rank)` sorted by token, for rank look-ups.
-    ranks: Vec<(u32, usize)>,
+pub struct PairRule {
+    ids: Arc<[u32]>,
+    q1: Vec<f64>,
+    q2: Vec<f64>,
+    /// Rank of each position in `Ω′` (0 = highest priority), or `OUTSIDE`.
+    rank_at: Vec<u32>,
+    /// `Ω′` in priority order, as positions.
+    alphabet: Vec<usize>,
     /// `suffix1[r] = Σ_{rank ≥ r} q1` over the alphabet (`suffix1[M] = 0`); same for q2.
     suffix1: Vec<f64>,
     suffix2: Vec<f64>,
@@ -99,46 +80,67 @@ pub struct PairRule<'a> {
     alphabet_intermediate: Vec<f64>,
 }
 
-impl<'a> PairRule<'a> {
-    pub fn new(p: &Dist, q1: Law<'a>, q2: Law<'a>, config: PairConfig) -> Self {
-        let draftable = union(q1.support(), q2.support());
-        // Keys computed once; order: larger key first, ties by smaller id.
-        let mut order: Vec<(f64, u32)> = draftable
-            .iter()
-            .map(|&x| (p.get(x) - q1.get(x) * q2.get(x), x))
+/// Values of `q` at `ids`.
+pub fn gather(q: &Dist, ids: &[u32]) -> Vec<f64> {
+    ids.iter().map(|&x| q.get(x)).collect()
+}
+
+impl PairRule {
+    /// The rule for two processed draft laws.
+    pub fn new(p: &Dist, q1: &Dist, q2: &Dist, config: PairConfig) -> Self {
+        let ids: Arc<[u32]> = union(q1.support(), q2.support()).into();
+        let (v1, v2) = (gather(q1, &ids), gather(q2, &ids));
+        Self::aligned(p, ids, v1, v2, config)
+    }
+
+    /// The rule for laws given as values aligned with `ids` (sorted, and
+    /// covering both supports).
+    pub fn aligned(
+        p: &Dist,
+        ids: Arc<[u32]>,
+        q1: Vec<f64>,
+        q2: Vec<f64>,
+        config: PairConfig,
+    ) -> Self {
+        // Keys computed once over the draftable positions; larger key first,
+        // ties by smaller id (positions follow id order).
+        let mut order: Vec<(f64, usize)> = (0..ids.len())
+            .filter(|&i| q1[i] + q2[i] > 0.0)
+            .map(|i| (p.get(ids[i]) - q1[i] * q2[i], i))
             .collect();
-        let by_priority = |a: &(f64, u32), b: &(f64, u32)| {
+        let by_priority = |a: &(f64, usize), b: &(f64, usize)| {
             b.0.partial_cmp(&a.0)
                 .unwrap_or(Ordering::Equal)
                 .then(a.1.cmp(&b.1))
         };
         // O(n) selection of Ω′; the tail of `order` is then exactly Ω₀.
-        let size = config.alphabet.min(draftable.len());
+        let size = config.alphabet.min(order.len());
         if size > 0 && size < order.len() {
             order.select_nth_unstable_by(size - 1, by_priority);
         }
         let (alphabet, outside) = order.split_at_mut(size);
         alphabet.sort_unstable_by(by_priority);
-        let q1_outside = outside.iter().map(|&(_, x)| q1.get(x)).sum();
-        let q2_outside = outside.iter().map(|&(_, x)| q2.get(x)).sum();
-        let alphabet: Vec<u32> = alphabet.iter().map(|&(_, x)| x).collect();
-        let mut ranks: Vec<(u32, usize)> =
-            alphabet.iter().enumerate().map(|(r, &x)| (x, r)).collect();
-        ranks.sort_unstable();
-        let suffix = |q: &Law| {
+        let q1_outside = outside.iter().map(|&(_, i)| q1[i]).sum();
+        let q2_outside = outside.iter().map(|&(_, i)| q2[i]).sum();
+        let alphabet: Vec<usize> = alphabet.iter().map(|&(_, i)| i).collect();
+        let mut rank_at = vec![OUTSIDE; ids.len()];
+        for (r, &i) in alphabet.iter().enumerate() {
+            rank_at[i] = r as u32;
+        }
+        let suffix = |q: &[f64]| {
             let mut sums = vec![0.0; alphabet.len() + 1];
             for r in (0..alphabet.len()).rev() {
-                sums[r] = sums[r + 1] + q.get(alphabet[r]);
+                sums[r] = sums[r + 1] + q[alphabet[r]];
             }
             sums
         };
         let (suffix1, suffix2) = (suffix(&q1), suffix(&q2));
         let mut rule = Self {
+            ids,
             q1,
             q2,
-            draftable,
+            rank_at,
             alphabet,
-            ranks,
             suffix1,
             suffix2,
             inner: config.inner.clamp(1, size.max(1)).min(size),
@@ -150,13 +152,9 @@ impl<'a> PairRule<'a> {
         };
         rule.sigma = match config.rule {
             InnerRule::Lp => rule.lp_weights(p),
-            InnerRule::Ratio => rule.weight_rule(|q: &Law, x| {
-                if q.get(x) > 0.0 {
-                    p.get(x) / q.get(x)
-                } else {
-                    0.0
-                }
-            }),
+            InnerRule::Ratio => {
+                rule.weight_rule(|q: f64, x| if q > 0.0 { p.get(x) / q } else { 0.0 })
+            }
             InnerRule::Target => rule.weight_rule(|_, x| p.get(x)),
         };
         rule.alphabet_intermediate = (0..rule.alphabet.len())
@@ -165,21 +163,20 @@ impl<'a> PairRule<'a> {
         rule
     }
 
-    /// Draftable tokens, ascending: `p_I` is zero elsewhere.
-    pub fn draftable(&self) -> &[u32] {
-        &self.draftable
+    /// `Ω′` in priority order, as token ids.
+    pub fn alphabet(&self) -> Vec<u32> {
+        self.alphabet.iter().map(|&i| self.ids[i]).collect()
     }
 
-    /// `Ω′` in priority order.
-    pub fn alphabet(&self) -> &[u32] {
-        &self.alphabet
+    fn position(&self, x: u32) -> Option<usize> {
+        self.ids.binary_search(&x).ok()
     }
 
     fn rank(&self, x: u32) -> Option<usize> {
-        self.ranks
-            .binary_search_by_key(&x, |&(token, _)| token)
-            .ok()
-            .map(|i| self.ranks[i].1)
+        self.position(x)
+            .map(|i| self.rank_at[i])
+            .filter(|&r| r != OUTSIDE)
+            .map(|r| r as usize)
     }
 
     fn sigma(&self, u: usize, v: usize) -> f64 {
@@ -188,11 +185,10 @@ impl<'a> PairRule<'a> {
 
     /// `f_k`: what an `Ω₁` token gets from tuples it shares with `Ω₂ ∪ Ω₀`
     /// (it always wins those) or with itself.
-    fn inner_base(&self, k: u32) -> f64 {
-        let (q1k, q2k) = (self.q1.get(k), self.q2.get(k));
+    fn inner_base(&self, i: usize) -> f64 {
         let below1 = self.suffix1[self.inner] + self.q1_outside;
         let below2 = self.suffix2[self.inner] + self.q2_outside;
-        q1k * q2k + q1k * below2 + below1 * q2k
+        self.q1[i] * self.q2[i] + self.q1[i] * below2 + below1 * self.q2[i]
     }
 
     /// The truncated LP on `Ω₁` as a max-flow (`SCHEMES.md` f.2 step 4):
@@ -205,11 +201,11 @@ impl<'a> PairRule<'a> {
         let mut network = FlowNetwork::new(2 + s);
         let (source, sink) = (0, 1);
         let token_node = |r: usize| 2 + r;
-        for (r, &k) in block.iter().enumerate() {
+        for (r, &i) in block.iter().enumerate() {
             network.add_edge(
                 token_node(r),
                 sink,
-                (p.get(k) - self.inner_base(k)).max(0.0),
+                (p.get(self.ids[i]) - self.inner_base(i)).max(0.0),
             );
         }
         let mut pairs = Vec::with_capacity(s * s.saturating_sub(1));
@@ -218,7 +214,7 @@ impl<'a> PairRule<'a> {
                 if u == v {
                     continue;
                 }
-                let capacity = self.q1.get(block[u]) * self.q2.get(block[v]);
+                let capacity = self.q1[block[u]] * self.q2[block[v]];
                 let node = network.add_node();
                 network.add_edge(source, node, capacity);
                 let to_first = network.add_edge(node, token_node(u), f64::INFINITY);
@@ -242,15 +238,17 @@ impl<'a> PairRule<'a> {
         sigma
     }
 
-    /// `σ(u, v) = w_1(u) / (w_1(u) + w_2(v))`, ½ when both weights are 0.
-    fn weight_rule(&self, weight: impl Fn(&Law, u32) -> f64) -> Vec<f64> {
+    /// `σ(u, v) = w_1(u) / (w_1(u) + w_2(v))`, ½ when both weights are 0;
+    /// `weight(q_i(x), x)`.
+    fn weight_rule(&self, weight: impl Fn(f64, u32) -> f64) -> Vec<f64> {
         let s = self.inner;
         let mut sigma = vec![1.0; s * s];
         for u in 0..s {
             for v in 0..s {
+                let (a, b) = (self.alphabet[u], self.alphabet[v]);
                 let (w1, w2) = (
-                    weight(&self.q1, self.alphabet[u]),
-                    weight(&self.q2, self.alphabet[v]),
+                    weight(self.q1[a], self.ids[a]),
+                    weight(self.q2[b], self.ids[b]),
                 );
                 sigma[u * s + v] = if w1 + w2 > 0.0 { w1 / (w1 + w2) } else { 0.5 };
             }
@@ -261,14 +259,14 @@ impl<'a> PairRule<'a> {
     /// `p_I` of the alphabet token of rank `r` (`SCHEMES.md` f.3).
     fn alphabet_p_i(&self, r: usize) -> f64 {
         let k = self.alphabet[r];
-        let (q1k, q2k) = (self.q1.get(k), self.q2.get(k));
+        let (q1k, q2k) = (self.q1[k], self.q2[k]);
         if r < self.inner {
             let mut value = self.inner_base(k);
             for j in 0..self.inner {
                 if j != r {
                     let other = self.alphabet[j];
-                    value += q1k * self.q2.get(other) * self.sigma(r, j)
-                        + self.q1.get(other) * q2k * (1.0 - self.sigma(j, r));
+                    value += q1k * self.q2[other] * self.sigma(r, j)
+                        + self.q1[other] * q2k * (1.0 - self.sigma(j, r));
                 }
             }
             value
@@ -279,14 +277,32 @@ impl<'a> PairRule<'a> {
         }
     }
 
-    /// `p_I(k)`, exact for this rule, for any token.
-    pub fn intermediate(&self, k: u32) -> f64 {
-        if let Some(r) = self.rank(k) {
-            return self.alphabet_intermediate[r];
+    /// `p_I` at a position of `ids`.
+    fn intermediate_at(&self, i: usize) -> f64 {
+        let rank = self.rank_at[i];
+        if rank != OUTSIDE {
+            return self.alphabet_intermediate[rank as usize];
         }
-        let (q1k, q2k) = (self.q1.get(k), self.q2.get(k));
+        let (q1k, q2k) = (self.q1[i], self.q2[i]);
         let c = self.outside_first;
         q1k * q2k + c * q1k * (self.q2_outside - q2k) + (1.0 - c) * (self.q1_outside - q1k) * q2k
+    }
+
+    /// `p_I(k)`, exact for this rule, for any token (0 off the draftable tokens).
+    pub fn intermediate(&self, k: u32) -> f64 {
+        self.position(k).map_or(0.0, |i| self.intermediate_at(i))
+    }
+
+    /// `p_I` aligned with this rule's ids: the next tournament stage's `q1`.
+    pub fn intermediate_aligned(&self) -> Vec<f64> {
+        (0..self.ids.len())
+            .map(|i| self.intermediate_at(i))
+            .collect()
+    }
+
+    /// The shared id list.
+    pub fn ids(&self) -> &Arc<[u32]> {
+        &self.ids
     }
 
     /// `Pr[select x_1]` for inputs `(x_1, x_2)`.
@@ -317,25 +333,10 @@ impl<'a> PairRule<'a> {
             x2
         }
     }
-
-    /// `p_I` as a sparse law over the draftable tokens (the next
-    /// tournament stage's incumbent law).
-    pub fn intermediate_law(&self) -> Law<'static> {
-        let mut ids = Vec::with_capacity(self.draftable.len());
-        let mut values = Vec::with_capacity(self.draftable.len());
-        for &k in &self.draftable {
-            let value = self.intermediate(k);
-            if value > 0.0 {
-                ids.push(k);
-                values.push(value);
-            }
-        }
-        Law::Sparse { ids, values }
-    }
 }
 
 /// Sorted union of two ascending id lists.
-fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+pub fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
     if a == b {
         return a.to_vec();
     }
