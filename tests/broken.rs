@@ -99,9 +99,6 @@ impl Scheme for SpecTrBelowRhoStar {
     fn id(&self) -> &'static str {
         "broken_spectr_clipped"
     }
-    fn supports(&self, _: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
     fn prepare<'a>(
         &self,
         p: &'a Dist,
@@ -153,9 +150,6 @@ impl Scheme for SpecInferDistinct {
     fn id(&self) -> &'static str {
         "broken_specinfer_distinct"
     }
-    fn supports(&self, _: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
     fn prepare<'a>(
         &self,
         p: &'a Dist,
@@ -196,9 +190,6 @@ impl Scheme for RsdSorted {
     fn draft_law(&self) -> DraftLaw {
         DraftLaw::WithoutReplacement
     }
-    fn supports(&self, _: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
     fn prepare<'a>(
         &self,
         p: &'a Dist,
@@ -217,9 +208,6 @@ struct SpecInferWrongLaw;
 impl Scheme for SpecInferWrongLaw {
     fn id(&self) -> &'static str {
         "broken_specinfer_q1"
-    }
-    fn supports(&self, _: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
     }
     fn prepare<'a>(
         &self,
@@ -280,9 +268,6 @@ impl Prepared for WrongIntermediateNode<'_> {
 impl Scheme for IsWrongIntermediate {
     fn id(&self) -> &'static str {
         "broken_is_pi_equals_q"
-    }
-    fn supports(&self, _: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
     }
     fn prepare<'a>(
         &self,

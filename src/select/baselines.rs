@@ -32,10 +32,6 @@ impl Scheme for Nss {
         "nss"
     }
 
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
-
     fn prepare<'a>(
         &self,
         p: &'a Dist,
@@ -81,10 +77,6 @@ struct SdFirstPrepared<'a> {
 impl Scheme for SdFirst {
     fn id(&self) -> &'static str {
         "sd_first"
-    }
-
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
     }
 
     fn prepare<'a>(

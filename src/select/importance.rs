@@ -51,10 +51,6 @@ impl Scheme for ImportanceSampling {
         format!("is:m={}:s={}", self.alphabet, self.lp)
     }
 
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
-
     fn prepare<'a>(
         &self,
         p: &'a Dist,

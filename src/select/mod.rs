@@ -144,7 +144,10 @@ pub trait Scheme: Send + Sync + fmt::Debug {
     }
 
     /// Whether the scheme is defined for these drafts (K, identical or not).
-    fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError>;
+    /// Most schemes take any K and any independent drafts.
+    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
+        Ok(())
+    }
 
     /// Per-node precomputation for target `p` and these drafts.
     fn prepare<'a>(

@@ -19,10 +19,6 @@ impl Scheme for SpecInfer {
         "specinfer"
     }
 
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
-
     fn prepare<'a>(
         &self,
         p: &'a Dist,

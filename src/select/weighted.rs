@@ -116,10 +116,6 @@ impl Scheme for WeightedIs {
         }
     }
 
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
-
     fn prepare<'a>(
         &self,
         p: &'a Dist,

@@ -23,10 +23,6 @@ impl Scheme for Optimal {
         "optimal"
     }
 
-    fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
-        Ok(())
-    }
-
     fn prepare<'a>(
         &self,
         p: &'a Dist,
