@@ -94,20 +94,6 @@ impl Dist {
         Self { probs, support }
     }
 
-    /// Builds a distribution from its positive entries (ids ascending).
-    pub fn from_sparse(vocab: usize, ids: &[u32], values: &[f64]) -> Self {
-        debug_assert_eq!(ids.len(), values.len());
-        let mut probs = vec![0.0; vocab];
-        let mut support = Vec::with_capacity(ids.len());
-        for (&id, &value) in ids.iter().zip(values) {
-            if value > 0.0 {
-                probs[id as usize] = value;
-                support.push(id);
-            }
-        }
-        Self { probs, support }
-    }
-
     /// Dense probabilities over the whole vocabulary.
     pub fn probs(&self) -> &[f64] {
         &self.probs

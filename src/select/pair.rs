@@ -163,11 +163,6 @@ impl PairRule {
         rule
     }
 
-    /// `Ω′` in priority order, as token ids.
-    pub fn alphabet(&self) -> Vec<u32> {
-        self.alphabet.iter().map(|&i| self.ids[i]).collect()
-    }
-
     fn position(&self, x: u32) -> Option<usize> {
         self.ids.binary_search(&x).ok()
     }
@@ -298,11 +293,6 @@ impl PairRule {
         (0..self.ids.len())
             .map(|i| self.intermediate_at(i))
             .collect()
-    }
-
-    /// The shared id list.
-    pub fn ids(&self) -> &Arc<[u32]> {
-        &self.ids
     }
 
     /// `Pr[select x_1]` for inputs `(x_1, x_2)`.

@@ -5,7 +5,7 @@
 
 use crate::dist::Dist;
 
-use super::importance::{DEFAULT_ALPHABET, Tournament};
+use super::importance::Tournament;
 use super::pair::{InnerRule, PairConfig};
 use super::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
@@ -66,13 +66,6 @@ impl WeightedIs {
             ));
         }
         Ok(Self { variant, alphabet })
-    }
-
-    pub fn with_defaults(variant: Variant) -> Self {
-        Self {
-            variant,
-            alphabet: DEFAULT_ALPHABET,
-        }
     }
 
     fn config(&self) -> PairConfig {
