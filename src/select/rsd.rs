@@ -4,11 +4,13 @@
 //! Input `x_i` was drawn from `s_i`, `q` without `x_1..x_{i−1}` renormalised;
 //! it is tested against `s_i` and the residual updated with `s_i`.
 
-use crate::dist::{Dist, sample_with};
+use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, remaining_mass, support_mass};
-use super::specinfer::{aligned_get, update_residual};
+use super::specinfer::{
+    add_aligned_law, aligned_get, sample_aligned, support_values, update_residual,
+};
 use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab,
     require_identical,
@@ -63,7 +65,7 @@ impl RsdNode<'_> {
         inputs: &[u32],
         mut on_test: impl FnMut(usize, f64, f64) -> bool,
     ) -> Option<Vec<f64>> {
-        let mut r: Vec<f64> = self.p.support().iter().map(|&y| self.p.get(y)).collect();
+        let mut r = support_values(self.p);
         for (i, &x) in inputs.iter().enumerate() {
             let drawn = &inputs[..i];
             let rest = remaining_mass(self.q, self.total, drawn);
@@ -98,11 +100,7 @@ impl Prepared for RsdNode<'_> {
         });
         match (accepted, residual) {
             (Some(x), _) => x,
-            (None, Some(r)) => {
-                let i =
-                    sample_with(r.len(), |i| r[i], rng.uniform()).expect("a residual keeps mass");
-                self.p.support()[i]
-            }
+            (None, Some(r)) => sample_aligned(self.p, &r, rng.uniform()),
             (None, None) => self.p.sample(rng.uniform()),
         }
     }
@@ -117,12 +115,7 @@ impl Prepared for RsdNode<'_> {
             false
         });
         match residual {
-            Some(r) => {
-                let mass: f64 = r.iter().sum();
-                for (&y, &ry) in self.p.support().iter().zip(&r) {
-                    law[y as usize] += reach * ry / mass;
-                }
-            }
+            Some(r) => add_aligned_law(&mut law, reach, self.p, &r),
             None => {
                 for &y in self.p.support() {
                     law[y as usize] += reach * self.p.get(y);

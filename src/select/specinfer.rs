@@ -60,8 +60,23 @@ pub(crate) fn update_residual(p: &Dist, r: &mut [f64], q: impl Fn(u32) -> f64) -
     mass
 }
 
-fn support_values(p: &Dist) -> Vec<f64> {
+/// `p` on its support: the first residual `r_1`.
+pub(crate) fn support_values(p: &Dist) -> Vec<f64> {
     p.support().iter().map(|&y| p.get(y)).collect()
+}
+
+/// Draws a token from a support-aligned residual.
+pub(crate) fn sample_aligned(p: &Dist, r: &[f64], u: f64) -> u32 {
+    let i = sample_with(r.len(), |i| r[i], u).expect("a residual keeps mass");
+    p.support()[i]
+}
+
+/// Adds `weight × norm(r)` to a dense law, for a support-aligned `r`.
+pub(crate) fn add_aligned_law(law: &mut [f64], weight: f64, p: &Dist, r: &[f64]) {
+    let mass: f64 = r.iter().sum();
+    for (&y, &ry) in p.support().iter().zip(r) {
+        law[y as usize] += weight * ry / mass;
+    }
 }
 
 impl SpecInferNode<'_> {
@@ -96,8 +111,7 @@ impl Prepared for SpecInferNode<'_> {
             update_residual(self.p, r, |y| q.get(y));
         }
         let r = r.unwrap_or_else(|| support_values(self.p));
-        let i = sample_with(r.len(), |i| r[i], rng.uniform()).expect("a residual keeps mass");
-        self.p.support()[i]
+        sample_aligned(self.p, &r, rng.uniform())
     }
 
     fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
@@ -112,11 +126,7 @@ impl Prepared for SpecInferNode<'_> {
             law[x as usize] += reach * accept;
             reach *= 1.0 - accept;
         }
-        let last = &residuals[inputs.len()];
-        let mass: f64 = last.iter().sum();
-        for (&y, &ry) in self.p.support().iter().zip(last) {
-            law[y as usize] += reach * ry / mass;
-        }
+        add_aligned_law(&mut law, reach, self.p, &residuals[inputs.len()]);
         law
     }
 

@@ -6,7 +6,7 @@ pub mod accept;
 
 use crate::dist::Dist;
 use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};
-use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, too_large};
+use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, distinct, too_large};
 
 /// Most `tuples × V` work an exact enumeration will do.
 pub const ENUMERATION_LIMIT: f64 = 5e7;
@@ -48,12 +48,8 @@ pub fn exact_outcome(
         for (out, c) in output.iter_mut().zip(&conditional) {
             *out += prob * c;
         }
-        let mut seen: Vec<u32> = Vec::with_capacity(tuple.len());
-        for &x in &tuple {
-            if !seen.contains(&x) {
-                seen.push(x);
-                landing += prob * conditional[x as usize];
-            }
+        for x in distinct(&tuple) {
+            landing += prob * conditional[x as usize];
         }
     }
     let max_error = output

@@ -89,15 +89,21 @@ impl SetMasses {
     pub fn from_tuples(tuples: &[(Vec<u32>, f64)]) -> Self {
         let mut sets: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
         for (tuple, prob) in tuples {
-            let mut set = tuple.clone();
-            set.sort_unstable();
-            set.dedup();
-            *sets.entry(set).or_insert(0.0) += prob;
+            *sets.entry(input_set(tuple)).or_insert(0.0) += prob;
         }
         Self {
             sets: sets.into_iter().filter(|s| s.1 > 0.0).collect(),
         }
     }
+}
+
+/// `set(x)`: the distinct tokens of an input tuple, ascending. It keys the
+/// input-set law here and the oracle sampler's `α`.
+pub fn input_set(tuple: &[u32]) -> Vec<u32> {
+    let mut set = tuple.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    set
 }
 
 /// Number of input tuples a law enumerates (as f64: it can overflow usize).

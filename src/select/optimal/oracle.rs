@@ -13,7 +13,7 @@ use crate::rng::SpecRng;
 
 use super::super::two_step::{SelectionRule, TwoStep};
 use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab};
-use super::{SetMasses, pstar_flow};
+use super::{SetMasses, input_set, pstar_flow};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Optimal;
@@ -73,11 +73,8 @@ struct OracleRule {
 impl OracleRule {
     /// `α` for the tuple's set; a tuple of probability zero takes its first input.
     fn alpha_of(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
-        let mut set = inputs.to_vec();
-        set.sort_unstable();
-        set.dedup();
         self.alphas
-            .get(&set)
+            .get(&input_set(inputs))
             .cloned()
             .unwrap_or_else(|| vec![(inputs[0], 1.0)])
     }
