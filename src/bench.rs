@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar_iid;
-use crate::select::{Scheme, SchemeError, build_list};
+use crate::select::{Scheme, SchemeError, build_list, drafts_for};
 use crate::verify::instances::{Instance, Realism, realistic_instance};
 
 #[derive(Clone, Debug)]
@@ -108,6 +108,18 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
+impl BenchRow {
+    /// Summarises the mean per-token time of each node.
+    fn from_node_times(scheme: String, k: usize, mut per_node: Vec<f64>) -> Self {
+        Self {
+            scheme,
+            k,
+            max_us: per_node.iter().copied().fold(0.0, f64::max),
+            median_us: median(&mut per_node),
+        }
+    }
+}
+
 /// Times every (scheme, K) on the same seeded nodes.
 pub fn bench_select(options: &BenchOptions) -> Result<BenchReport, SchemeError> {
     let schemes = build_list(&options.schemes)?;
@@ -132,7 +144,7 @@ pub fn bench_select(options: &BenchOptions) -> Result<BenchReport, SchemeError> 
                 rows.push(row);
             }
         }
-        let mut per_node: Vec<f64> = nodes
+        let per_node: Vec<f64> = nodes
             .iter()
             .map(|node| {
                 let start = Instant::now();
@@ -143,12 +155,7 @@ pub fn bench_select(options: &BenchOptions) -> Result<BenchReport, SchemeError> 
                 start.elapsed().as_secs_f64() * 1e6 / reps as f64
             })
             .collect();
-        rows.push(BenchRow {
-            scheme: "P* (value)".into(),
-            k,
-            max_us: per_node.iter().cloned().fold(0.0, f64::max),
-            median_us: median(&mut per_node),
-        });
+        rows.push(BenchRow::from_node_times("P* (value)".into(), k, per_node));
     }
     Ok(BenchReport {
         vocab: options.vocab,
@@ -168,11 +175,7 @@ fn time_scheme(
     let mut per_node = Vec::with_capacity(nodes.len());
     for node in nodes {
         // `single` is the one-draft baseline: it runs on the first draft.
-        let drafts = if scheme.id() == "single" {
-            node.drafts().first(1)
-        } else {
-            node.drafts()
-        };
+        let drafts = drafts_for(scheme, &node.drafts());
         if scheme.supports(&drafts).is_err() {
             return Ok(None);
         }
@@ -187,10 +190,9 @@ fn time_scheme(
         }
         per_node.push(start.elapsed().as_secs_f64() * 1e6 / tuples.len() as f64);
     }
-    Ok(Some(BenchRow {
-        scheme: scheme.label(),
-        k: nodes.first().map_or(0, |n| n.k),
-        max_us: per_node.iter().cloned().fold(0.0, f64::max),
-        median_us: median(&mut per_node),
-    }))
+    Ok(Some(BenchRow::from_node_times(
+        scheme.label(),
+        nodes.first().map_or(0, |n| n.k),
+        per_node,
+    )))
 }

@@ -143,6 +143,12 @@ pub trait Scheme: Send + Sync + fmt::Debug {
         DraftLaw::Independent
     }
 
+    /// The most drafts the scheme takes, if limited (single-draft SD: 1).
+    /// Given more, it runs on the first ones: see [`drafts_for`].
+    fn max_drafts(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether the scheme is defined for these drafts (K, identical or not).
     /// Most schemes take any K and any independent drafts.
     fn supports(&self, _drafts: &Drafts) -> Result<(), SchemeError> {
@@ -225,6 +231,15 @@ pub(crate) fn add_residual_law(law: &mut [f64], weight: f64, p: &Dist, minus: im
         for &y in support {
             law[y as usize] += weight * p.get(y);
         }
+    }
+}
+
+/// The drafts a scheme runs on at a node: all of them, or the first
+/// [`Scheme::max_drafts`] (so single-draft SD is the baseline on draft 1).
+pub fn drafts_for<'a>(scheme: &dyn Scheme, drafts: &Drafts<'a>) -> Drafts<'a> {
+    match scheme.max_drafts() {
+        Some(max) if max < drafts.k() => drafts.first(max),
+        _ => drafts.clone(),
     }
 }
 

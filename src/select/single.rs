@@ -17,6 +17,10 @@ impl Scheme for Single {
         "single"
     }
 
+    fn max_drafts(&self) -> Option<usize> {
+        Some(1)
+    }
+
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
         if drafts.k() == 1 {
             Ok(())

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::dist::Dist;
-use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue};
+use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 
 use super::{ENUMERATION_LIMIT, exact_outcome, optimum};
 
@@ -179,22 +179,31 @@ pub fn accept(request: &AcceptRequest) -> Result<AcceptReport, String> {
         );
     }
     let explicit = request.schemes.is_some();
+    // A row's drafts are the first k of the node's, so (draft law, k) fixes
+    // its optimum; non-identical optima enumerate input sets: compute each once.
+    let mut optima: Vec<(DraftLaw, usize, Option<f64>)> =
+        vec![(DraftLaw::Independent, drafts.k(), Some(pstar))];
     let mut rows = Vec::with_capacity(requested.len());
     for name in requested {
         let scheme = build(&name).map_err(|e| e.to_string())?;
         // `single` is the one-draft baseline: it runs on the first draft alone.
-        let node_drafts = if scheme.id() == "single" {
-            drafts.first(1)
-        } else {
-            drafts.clone()
-        };
+        let node_drafts = drafts_for(scheme.as_ref(), &drafts);
         if let Err(e) = scheme.supports(&node_drafts) {
             if explicit {
                 return Err(e.to_string());
             }
             continue;
         }
-        rows.push(row(&name, scheme.as_ref(), &p, &node_drafts)?);
+        let law = scheme.draft_law();
+        let best = match optima.iter().find(|o| o.0 == law && o.1 == node_drafts.k()) {
+            Some(cached) => cached.2,
+            None => {
+                let best = optimum(&p, &node_drafts, law).ok();
+                optima.push((law, node_drafts.k(), best));
+                best
+            }
+        };
+        rows.push(row(&name, scheme.as_ref(), &p, &node_drafts, best)?);
     }
     Ok(AcceptReport {
         pstar,
@@ -204,7 +213,13 @@ pub fn accept(request: &AcceptRequest) -> Result<AcceptReport, String> {
     })
 }
 
-fn row(name: &str, scheme: &dyn Scheme, p: &Dist, drafts: &Drafts) -> Result<AcceptRow, String> {
+fn row(
+    name: &str,
+    scheme: &dyn Scheme,
+    p: &Dist,
+    drafts: &Drafts,
+    optimum: Option<f64>,
+) -> Result<AcceptRow, String> {
     let law = scheme.draft_law();
     let context = |e: crate::select::SchemeError| format!("{name}: {e}");
     let (landing, method, selection) = match exact_outcome(scheme, p, drafts) {
@@ -228,7 +243,7 @@ fn row(name: &str, scheme: &dyn Scheme, p: &Dist, drafts: &Drafts) -> Result<Acc
         landing,
         method,
         selection,
-        optimum: optimum(p, drafts, law).ok(),
+        optimum,
     })
 }
 
