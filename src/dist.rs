@@ -235,34 +235,80 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 }
 
 /// The shortest prefix, in descending-probability order, whose mass reaches
-/// `top_p`, including the token that crosses it. Sorts only as deep as needed:
-/// a partial selection of growing size avoids an O(V log V) sort of 50k ids.
+/// `top_p`, including the token that crosses it.
+///
+/// A full sort of 50k ids per distribution would dominate a run, so this
+/// buckets probabilities by their leading bits (exponent and 4 mantissa bits:
+/// the bucket order is the probability order), finds the bucket where the
+/// mass crosses `top_p`, and sorts only the tokens at or above it. Those
+/// tokens precede every other token in the full order, so the running sums
+/// over them are exactly those of a full sort; if rounding keeps that sum
+/// just short of the target, [`nucleus_by_sorting`] decides.
 fn nucleus(probs: &[f64], top_p: f64) -> Vec<u32> {
-    let mut ids: Vec<u32> = (0..probs.len() as u32)
-        .filter(|&i| probs[i as usize] > 0.0)
-        .collect();
-    let total: f64 = ids.iter().map(|&i| probs[i as usize]).sum();
-    let target = top_p * total;
-    let mut depth = 64.min(ids.len());
-    loop {
-        if depth < ids.len() {
-            ids.select_nth_unstable_by(depth - 1, by_prob_desc(probs));
+    const BUCKETS: usize = (1.0f64.to_bits() >> 48) as usize + 1;
+    let bucket = |p: f64| (p.to_bits() >> 48) as usize;
+    let mut mass_in = vec![0.0f64; BUCKETS];
+    let mut total = 0.0;
+    for &p in probs {
+        if p > 0.0 {
+            mass_in[bucket(p)] += p;
+            total += p;
         }
-        ids[..depth].sort_unstable_by(by_prob_desc(probs));
-        let mut mass = 0.0;
-        for (n, &id) in ids[..depth].iter().enumerate() {
-            mass += probs[id as usize];
-            if mass >= target {
-                ids.truncate(n + 1);
-                return ids;
-            }
-        }
-        if depth == ids.len() {
-            // Rounding left the full mass just short of the target: keep all.
-            return ids;
-        }
-        depth = (depth * 4).min(ids.len());
     }
+    let target = top_p * total;
+    let mut cumulative = 0.0;
+    let mut lowest = 0;
+    for b in (0..BUCKETS).rev() {
+        cumulative += mass_in[b];
+        if cumulative >= target {
+            lowest = b;
+            break;
+        }
+    }
+    let mut candidates: Vec<(f64, u32)> = probs
+        .iter()
+        .enumerate()
+        .filter(|&(_, &p)| p > 0.0 && bucket(p) >= lowest)
+        .map(|(i, &p)| (p, i as u32))
+        .collect();
+    candidates.sort_unstable_by(descending);
+    let mut mass = 0.0;
+    for (n, &(p, _)) in candidates.iter().enumerate() {
+        mass += p;
+        if mass >= target {
+            return candidates[..=n].iter().map(|&(_, id)| id).collect();
+        }
+    }
+    nucleus_by_sorting(probs, target)
+}
+
+/// Larger probability first, ties by smaller id.
+fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
+    b.0.partial_cmp(&a.0)
+        .unwrap_or(Ordering::Equal)
+        .then(a.1.cmp(&b.1))
+}
+
+/// [`nucleus`] by sorting every positive token: the reference, and the
+/// answer when bucket sums and running sums round differently.
+fn nucleus_by_sorting(probs: &[f64], target: f64) -> Vec<u32> {
+    let mut pairs: Vec<(f64, u32)> = probs
+        .iter()
+        .enumerate()
+        .filter(|&(_, &p)| p > 0.0)
+        .map(|(i, &p)| (p, i as u32))
+        .collect();
+    pairs.sort_unstable_by(descending);
+    let mut mass = 0.0;
+    for (n, &(p, _)) in pairs.iter().enumerate() {
+        mass += p;
+        if mass >= target {
+            pairs.truncate(n + 1);
+            break;
+        }
+    }
+    // If rounding left the full mass just short of the target, all are kept.
+    pairs.into_iter().map(|(_, id)| id).collect()
 }
 
 /// Zeroes every token not in `kept` and renormalises the rest.
@@ -440,6 +486,33 @@ mod tests {
         expect.sort();
         assert_eq!(d.support(), expect.as_slice());
         assert!(n > 64, "the test must exercise the deepening loop ({n})");
+    }
+
+    #[test]
+    fn top_p_with_many_ties_cuts_by_id_across_chunk_boundaries() {
+        // 3000 tokens on 6 probability levels: the crossing falls inside a
+        // tie run far past the first chunk, so ids decide who is kept.
+        let v = 3000u32;
+        let logits: Vec<f64> = (0..v).map(|i| -f64::from((i * 37) % 6)).collect();
+        let full = softmax(&logits, 1.0).unwrap();
+        for top_p in [0.3, 0.5, 0.77, 0.95] {
+            let d = Processing {
+                top_p,
+                ..Processing::default()
+            }
+            .apply(&logits)
+            .unwrap();
+            let mut order: Vec<u32> = (0..v).collect();
+            order.sort_by(by_prob_desc(&full));
+            let (mut mass, mut n) = (0.0, 0);
+            while mass < top_p {
+                mass += full[order[n] as usize];
+                n += 1;
+            }
+            let mut expect = order[..n].to_vec();
+            expect.sort();
+            assert_eq!(d.support(), expect.as_slice(), "top_p {top_p}");
+        }
     }
 
     #[test]
