@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod cli;
 pub mod dist;
+pub mod model;
 pub mod rng;
 pub mod select;
 pub mod theory;

@@ -1,0 +1,187 @@
+//! Language models behind one trait, [`CausalLm`].
+//!
+//! A model holds a batch of rows (one per draft) that share a cached length.
+//! Decoding appends tokens to every row, reads next-token logits, rolls the
+//! cache back to the accepted prefix and keeps the one row that survived.
+//! Everything a speculative round needs, and nothing about schemes or files.
+
+pub mod synthetic;
+pub mod tokenize;
+pub mod toy;
+
+use anyhow::{Result, bail};
+
+pub use synthetic::{SyntheticConfig, SyntheticLm};
+pub use tokenize::{Tokenizer, WordHashTokenizer};
+pub use toy::ToyLm;
+
+/// Which fed positions a forward call returns logits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Positions {
+    /// Only the last fed position of each row (drafting, prefill).
+    Last,
+    /// Every fed position (the target's verification call).
+    All,
+}
+
+/// Next-token logits, `rows × positions × vocab`, row-major.
+#[derive(Clone, Debug, Default)]
+pub struct Logits {
+    pub rows: usize,
+    pub positions: usize,
+    pub vocab: usize,
+    pub data: Vec<f32>,
+}
+
+impl Logits {
+    pub fn zeros(rows: usize, positions: usize, vocab: usize) -> Self {
+        Self {
+            rows,
+            positions,
+            vocab,
+            data: vec![0.0; rows * positions * vocab],
+        }
+    }
+
+    /// Logits for the token after position `position` of `row`.
+    pub fn at(&self, row: usize, position: usize) -> &[f32] {
+        let start = (row * self.positions + position) * self.vocab;
+        &self.data[start..start + self.vocab]
+    }
+
+    pub fn at_mut(&mut self, row: usize, position: usize) -> &mut [f32] {
+        let start = (row * self.positions + position) * self.vocab;
+        &mut self.data[start..start + self.vocab]
+    }
+}
+
+/// What a manifest records about a loaded model.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModelInfo {
+    /// How it was named in the config (`synthetic:target`, `facebook/opt-125m`).
+    pub id: String,
+    /// Hub revision, file hash or the synthetic parameters: what pins it.
+    pub revision: String,
+    pub vocab: usize,
+    pub dtype: String,
+    pub device: String,
+}
+
+/// A causal language model with a batched, truncatable cache.
+///
+/// Rows always share one cached length. `forward` appends the same number of
+/// tokens to every row; `truncate` and `select_rows` undo and reshape that.
+pub trait CausalLm {
+    /// Length of every logits vector (the `V` of `p` and `q`).
+    fn vocab_size(&self) -> usize;
+
+    /// End-of-sequence token, if generation should stop on one.
+    fn eos_token(&self) -> Option<u32>;
+
+    /// Most positions one row can hold, if bounded (OPT: 2048).
+    fn max_positions(&self) -> Option<usize> {
+        None
+    }
+
+    /// Forgets every row: one empty row remains.
+    fn reset(&mut self);
+
+    /// Number of rows in the batch.
+    fn rows(&self) -> usize;
+
+    /// Tokens cached per row.
+    fn cached_len(&self) -> usize;
+
+    /// Appends `tokens[r]` to row `r` (every row the same count, at least
+    /// one) and returns logits for the requested positions.
+    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits>;
+
+    /// Drops cached positions at and after `len`.
+    fn truncate(&mut self, len: usize) -> Result<()>;
+
+    /// Keeps, reorders or repeats rows: `[2]` keeps row 2 alone, `[0, 0, 0]`
+    /// turns one row into three copies.
+    fn select_rows(&mut self, rows: &[usize]) -> Result<()>;
+
+    fn info(&self) -> ModelInfo;
+}
+
+/// Checks the shape of a `forward` call against the batch; the message names
+/// the mistake. Models call it first.
+pub fn check_forward(model: &dyn CausalLm, tokens: &[&[u32]]) -> Result<usize> {
+    if tokens.len() != model.rows() {
+        bail!(
+            "forward got {} rows but the model holds {}: call select_rows first",
+            tokens.len(),
+            model.rows()
+        );
+    }
+    let width = tokens.first().map_or(0, |t| t.len());
+    if width == 0 || tokens.iter().any(|t| t.len() != width) {
+        bail!("forward needs the same, positive number of tokens in every row");
+    }
+    let vocab = model.vocab_size();
+    if let Some(&bad) = tokens
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|&&t| t as usize >= vocab)
+    {
+        bail!("token id {bad} is outside the model's vocabulary of {vocab}");
+    }
+    if let Some(max) = model.max_positions()
+        && model.cached_len() + width > max
+    {
+        bail!(
+            "the context would reach {} positions but the model holds {max}: shorten the prompt or max_new_tokens",
+            model.cached_len() + width
+        );
+    }
+    Ok(width)
+}
+
+/// Checks a `select_rows` call against the batch.
+pub fn check_rows(model: &dyn CausalLm, rows: &[usize]) -> Result<()> {
+    if rows.is_empty() {
+        bail!("select_rows needs at least one row");
+    }
+    if let Some(&bad) = rows.iter().find(|&&r| r >= model.rows()) {
+        bail!("row {bad} does not exist: the model holds {}", model.rows());
+    }
+    Ok(())
+}
+
+/// Token-history rows shared by the models that recompute logits from the
+/// context instead of caching activations (synthetic and toy models).
+#[derive(Clone, Debug)]
+pub(crate) struct HistoryRows {
+    pub rows: Vec<Vec<u32>>,
+}
+
+impl Default for HistoryRows {
+    fn default() -> Self {
+        Self {
+            rows: vec![Vec::new()],
+        }
+    }
+}
+
+impl HistoryRows {
+    pub fn len(&self) -> usize {
+        self.rows[0].len()
+    }
+
+    pub fn truncate(&mut self, len: usize) -> Result<()> {
+        if len > self.len() {
+            bail!(
+                "cannot truncate a cache of {} positions to {len}",
+                self.len()
+            );
+        }
+        self.rows.iter_mut().for_each(|r| r.truncate(len));
+        Ok(())
+    }
+
+    pub fn select(&mut self, rows: &[usize]) {
+        self.rows = rows.iter().map(|&r| self.rows[r].clone()).collect();
+    }
+}
