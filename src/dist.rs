@@ -129,7 +129,7 @@ impl Dist {
 
 /// Logit processing applied to target and draft logits before any scheme
 /// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Processing {
     pub temperature: f64,
     /// Keep the k most likely tokens (ties by smaller id). `None`: no top-k.

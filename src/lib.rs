@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod decode;
 pub mod dist;
 pub mod model;
 pub mod rng;

@@ -1,0 +1,191 @@
+//! The exact law of one round's emitted string (`TEST_VECTORS.md` §1.2),
+//! enumerated over every draft sequence and every scheme outcome for tiny
+//! models. It follows `SCHEMES.md` §2.1 literally and independently of
+//! [`super::generate`], so that the two can be checked against each other
+//! and against autoregressive sampling from the target.
+
+use std::collections::BTreeMap;
+
+use crate::dist::Dist;
+use crate::select::{Drafts, Scheme, SchemeError, drafts_for};
+
+/// The laws a round sees: the target's and each draft row's next-token law
+/// after any prefix (prompt included).
+pub struct RoundModels<'a> {
+    pub target: &'a dyn Fn(&[u32]) -> Dist,
+    /// `draft(row, prefix)`; rows with equal laws everywhere are identical
+    /// drafts when `identical` is set.
+    pub draft: &'a dyn Fn(usize, &[u32]) -> Dist,
+    pub drafts: usize,
+    pub identical: bool,
+}
+
+/// Emitted string (1 ..= L+1 tokens) → probability.
+pub type StringLaw = BTreeMap<Vec<u32>, f64>;
+
+/// Enumerates one round after `prompt` with draft length `length`.
+pub fn round_law(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+) -> Result<StringLaw, SchemeError> {
+    let k = scheme
+        .max_drafts()
+        .map_or(models.drafts, |m| m.min(models.drafts));
+    let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
+    let first_refs: Vec<&Dist> = firsts.iter().collect();
+    let drafts = drafts_for(scheme, &drafts_of(&first_refs, models.identical));
+    let mut law = StringLaw::new();
+    for (tuple, prob) in scheme.draft_law().enumerate(&drafts) {
+        let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| vec![x]).collect();
+        extend_drafts(models, scheme, prompt, length, rows, 0, prob, &mut law)?;
+    }
+    Ok(law)
+}
+
+/// Extends the drafts one row, one token at a time (each row continues
+/// independently from its own law), then walks every full configuration.
+#[allow(clippy::too_many_arguments)]
+fn extend_drafts(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+    rows: Vec<Vec<u32>>,
+    row: usize,
+    prob: f64,
+    law: &mut StringLaw,
+) -> Result<(), SchemeError> {
+    if row == rows.len() {
+        let valid: Vec<usize> = (0..rows.len()).collect();
+        return walk(
+            models,
+            scheme,
+            prompt,
+            length,
+            &rows,
+            valid,
+            Vec::new(),
+            prob,
+            law,
+        );
+    }
+    if rows[row].len() == length {
+        return extend_drafts(models, scheme, prompt, length, rows, row + 1, prob, law);
+    }
+    let prefix: Vec<u32> = prompt.iter().chain(&rows[row]).copied().collect();
+    let q = (models.draft)(row, &prefix);
+    for &x in q.support() {
+        let mut next = rows.clone();
+        next[row].push(x);
+        extend_drafts(
+            models,
+            scheme,
+            prompt,
+            length,
+            next,
+            row,
+            prob * q.get(x),
+            law,
+        )?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+    rows: &[Vec<u32>],
+    valid: Vec<usize>,
+    emitted: Vec<u32>,
+    prob: f64,
+    law: &mut StringLaw,
+) -> Result<(), SchemeError> {
+    let prefix: Vec<u32> = prompt.iter().chain(&emitted).copied().collect();
+    let p = (models.target)(&prefix);
+    let t = emitted.len();
+    if t == length {
+        // Every draft token landed: the bonus token comes from p.
+        for &y in p.support() {
+            let mut s = emitted.clone();
+            s.push(y);
+            *law.entry(s).or_insert(0.0) += prob * p.get(y);
+        }
+        return Ok(());
+    }
+    let qs: Vec<Dist> = valid.iter().map(|&r| (models.draft)(r, &prefix)).collect();
+    let q_refs: Vec<&Dist> = qs.iter().collect();
+    let drafts = drafts_of(&q_refs, models.identical);
+    let inputs: Vec<u32> = valid.iter().map(|&r| rows[r][t]).collect();
+    let conditional = scheme.prepare(&p, &drafts)?.conditional_law(&inputs);
+    for (y, &c) in conditional.iter().enumerate() {
+        if c == 0.0 {
+            continue;
+        }
+        let y = y as u32;
+        let mut s = emitted.clone();
+        s.push(y);
+        let next: Vec<usize> = super::surviving_rows(&valid, |r| rows[r][t], y);
+        if next.is_empty() {
+            *law.entry(s).or_insert(0.0) += prob * c;
+        } else {
+            walk(models, scheme, prompt, length, rows, next, s, prob * c, law)?;
+        }
+    }
+    Ok(())
+}
+
+fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
+    if identical {
+        Drafts::identical(laws[0], laws.len())
+    } else {
+        Drafts::independent(laws.to_vec())
+    }
+}
+
+/// Extends every emitted string autoregressively with the target to
+/// `total` tokens: the law a round followed by ordinary sampling produces.
+pub fn extend_with_target(
+    law: &StringLaw,
+    target: &dyn Fn(&[u32]) -> Dist,
+    prompt: &[u32],
+    total: usize,
+) -> StringLaw {
+    let mut out = StringLaw::new();
+    for (s, &prob) in law {
+        extend(s.clone(), prob, target, prompt, total, &mut out);
+    }
+    out
+}
+
+fn extend(
+    s: Vec<u32>,
+    prob: f64,
+    target: &dyn Fn(&[u32]) -> Dist,
+    prompt: &[u32],
+    total: usize,
+    out: &mut StringLaw,
+) {
+    if s.len() >= total {
+        *out.entry(s).or_insert(0.0) += prob;
+        return;
+    }
+    let prefix: Vec<u32> = prompt.iter().chain(&s).copied().collect();
+    let p = target(&prefix);
+    for &y in p.support() {
+        let mut next = s.clone();
+        next.push(y);
+        extend(next, prob * p.get(y), target, prompt, total, out);
+    }
+}
+
+/// The target's own joint law of the next `total` tokens.
+pub fn target_law(target: &dyn Fn(&[u32]) -> Dist, prompt: &[u32], total: usize) -> StringLaw {
+    let mut start = StringLaw::new();
+    start.insert(Vec::new(), 1.0);
+    extend_with_target(&start, target, prompt, total)
+}
