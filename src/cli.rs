@@ -1,6 +1,11 @@
 //! Command-line definitions (clap derive) and nothing else.
 
+use std::path::PathBuf;
+
 use clap::{Args, Parser, Subcommand};
+
+use crate::experiment::config::parse_temp_pair;
+use crate::experiment::plan::parse_shard;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -17,6 +22,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run an experiment: every cell of a config, one CSV row per cell.
+    Run(Box<RunArgs>),
+    /// Join the cells.csv of shards (`run --shard i/N`) into one directory.
+    Merge(MergeArgs),
     /// List the selection schemes, their parameters and the drafts they support.
     Schemes {
         /// Print JSON instead of a table.
@@ -35,6 +44,75 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+}
+
+/// `specbench run`: the config, then overrides of any of its fields.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment config (TOML). Default: experiments/default.toml, or the
+    /// copy built into the binary when run outside a checkout.
+    pub config: Option<PathBuf>,
+    /// Output directory (default results/<name>, results/<name>/shard-i-of-N for a shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Skip the cells already in <out>/cells.csv and run the rest.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run shard i of N (1-based): whole (dataset, temperatures, seed) groups.
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<(usize, usize)>,
+    /// Also write per-round records (JSON lines) to this file.
+    #[arg(long)]
+    pub rounds_jsonl: Option<PathBuf>,
+    /// Schemes (comma-separated, `name:key=value` for parameters).
+    #[arg(long, value_delimiter = ',')]
+    pub schemes: Option<Vec<String>>,
+    /// Numbers of drafts K (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub drafts: Option<Vec<usize>>,
+    /// Tokens per draft per round (L).
+    #[arg(long)]
+    pub draft_len: Option<usize>,
+    /// Identical-draft temperatures (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub draft_temps: Option<Vec<f64>>,
+    /// Non-identical draft temperature pairs, K = 2 (e.g. 1.2:1.6,1.2:2.0).
+    #[arg(long, value_delimiter = ',', value_parser = parse_temp_pair)]
+    pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
+    #[arg(long)]
+    pub target_temp: Option<f64>,
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Top-k for both models (0: off).
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Datasets (comma-separated: xsum, dolly, wmt18).
+    #[arg(long, value_delimiter = ',')]
+    pub datasets: Option<Vec<String>>,
+    /// Prompts per dataset.
+    #[arg(long)]
+    pub prompts: Option<usize>,
+    #[arg(long)]
+    pub max_new_tokens: Option<usize>,
+    /// Seeds (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub seeds: Option<Vec<u64>>,
+    /// cpu, cuda or cuda:N.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Experiment name (the results/<name> directory).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard directories or cells.csv files.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Directory for the merged cells.csv and manifest.json.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

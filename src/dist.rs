@@ -170,28 +170,57 @@ impl Processing {
     }
 
     /// logits → processed distribution. Fails on NaN logits or bad settings.
+    ///
+    /// Truncation works on the unnormalised weights `exp((l − max)/T)`: the
+    /// kept tokens are renormalised once at the end, so a 50k vocabulary is
+    /// divided through only when nothing is truncated.
     pub fn apply<T: Copy + Into<f64>>(&self, logits: &[T]) -> Result<Dist, String> {
         self.validate()?;
         if logits.is_empty() {
             return Err("no logits: the vocabulary is empty".into());
         }
-        let mut probs = softmax(logits, self.temperature)?;
+        let mut weights = exp_weights(logits, self.temperature)?;
+        let mut kept: Option<Vec<u32>> = None;
         if let Some(k) = self.top_k
-            && k < probs.len()
+            && k < weights.len()
         {
-            let kept = top_tokens(&probs, k);
-            keep_only(&mut probs, &kept);
+            let ids = top_tokens(&weights, k);
+            let mut only = vec![0.0; weights.len()];
+            for &id in &ids {
+                only[id as usize] = weights[id as usize];
+            }
+            weights = only;
+            kept = Some(ids);
         }
         if self.top_p < 1.0 {
-            let kept = nucleus(&probs, self.top_p);
-            keep_only(&mut probs, &kept);
+            kept = Some(nucleus(&weights, self.top_p));
         }
-        Ok(Dist::from_trusted(probs))
+        Ok(match kept {
+            None => {
+                let sum: f64 = weights.iter().sum();
+                weights.iter_mut().for_each(|w| *w /= sum);
+                Dist::from_trusted(weights)
+            }
+            Some(mut ids) => {
+                ids.sort_unstable();
+                ids.retain(|&id| weights[id as usize] > 0.0);
+                let sum: f64 = ids.iter().map(|&id| weights[id as usize]).sum();
+                let mut probs = vec![0.0; weights.len()];
+                for &id in &ids {
+                    probs[id as usize] = weights[id as usize] / sum;
+                }
+                Dist {
+                    probs,
+                    support: ids,
+                }
+            }
+        })
     }
 }
 
-/// Softmax of `logits / temperature` in f64. `-inf` logits get probability 0.
-fn softmax<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
+/// `exp((l − max) / temperature)` in f64 for every logit: the softmax before
+/// normalisation. `-inf` logits get weight 0.
+fn exp_weights<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
     let mut max = f64::NEG_INFINITY;
     for (i, &l) in logits.iter().enumerate() {
         let l: f64 = l.into();
@@ -205,10 +234,16 @@ fn softmax<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f6
     if max == f64::NEG_INFINITY {
         return Err("every logit is -inf: no token can be sampled".into());
     }
-    let mut probs: Vec<f64> = logits
+    Ok(logits
         .iter()
         .map(|&l| ((l.into() - max) / temperature).exp())
-        .collect();
+        .collect())
+}
+
+/// Softmax of `logits / temperature` in f64 (the reference for tests).
+#[cfg(test)]
+fn softmax<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
+    let mut probs = exp_weights(logits, temperature)?;
     let sum: f64 = probs.iter().sum();
     probs.iter_mut().for_each(|p| *p /= sum);
     Ok(probs)
@@ -282,11 +317,10 @@ fn nucleus(probs: &[f64], top_p: f64) -> Vec<u32> {
     nucleus_by_sorting(probs, target)
 }
 
-/// Larger probability first, ties by smaller id.
+/// Larger probability first, ties by smaller id. The values are positive
+/// and finite, so their bit patterns order like the values.
 fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
-    b.0.partial_cmp(&a.0)
-        .unwrap_or(Ordering::Equal)
-        .then(a.1.cmp(&b.1))
+    b.0.to_bits().cmp(&a.0.to_bits()).then(a.1.cmp(&b.1))
 }
 
 /// [`nucleus`] by sorting every positive token: the reference, and the
@@ -309,23 +343,6 @@ fn nucleus_by_sorting(probs: &[f64], target: f64) -> Vec<u32> {
     }
     // If rounding left the full mass just short of the target, all are kept.
     pairs.into_iter().map(|(_, id)| id).collect()
-}
-
-/// Zeroes every token not in `kept` and renormalises the rest.
-fn keep_only(probs: &mut [f64], kept: &[u32]) {
-    let mut mask = vec![false; probs.len()];
-    for &id in kept {
-        mask[id as usize] = true;
-    }
-    let mut sum = 0.0;
-    for (p, &keep) in probs.iter_mut().zip(&mask) {
-        if keep {
-            sum += *p;
-        } else {
-            *p = 0.0;
-        }
-    }
-    probs.iter_mut().for_each(|p| *p /= sum);
 }
 
 /// `TV(p, q) = Σ_y (p_y − q_y)_+`, summed over the support of `p`.

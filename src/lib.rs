@@ -8,9 +8,12 @@
 
 pub mod bench;
 pub mod cli;
+pub mod data;
 pub mod decode;
 pub mod dist;
+pub mod experiment;
 pub mod model;
+pub mod report;
 pub mod rng;
 pub mod select;
 pub mod theory;

@@ -5,10 +5,16 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use specbench::bench::{BenchOptions, bench_select};
-use specbench::cli::{BenchCommand, Cli, Command, TheoryCommand};
+use specbench::cli::{BenchCommand, Cli, Command, RunArgs, TheoryCommand};
+use specbench::experiment::merge::merge;
+use specbench::experiment::{Config, Overrides, RunOptions};
+use specbench::report::{pooled_vs_sd, summary_table};
 use specbench::select::catalogue;
 use specbench::theory::accept::{AcceptRequest, accept, parse_probabilities};
 use specbench::verify::{VerifyOptions, verify};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -26,6 +32,19 @@ fn json(value: &impl serde::Serialize) -> Result<String, String> {
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
+        Command::Run(args) => run_experiment(*args)?,
+        Command::Merge(args) => {
+            let report = merge(&args.inputs, &args.out).map_err(|e| format!("{e:#}"))?;
+            print!("{}", summary_table(&report.rows));
+            println!();
+            print!("{}", pooled_vs_sd(&report.rows));
+            println!(
+                "merged {} cells into {} ({} duplicates dropped)",
+                report.rows.len(),
+                report.out_dir.display(),
+                report.duplicates
+            );
+        }
         Command::Schemes { json: as_json } => {
             let schemes = catalogue();
             if as_json {
@@ -97,4 +116,56 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_experiment(args: RunArgs) -> Result<(), String> {
+    let (mut config, source) = match &args.config {
+        Some(path) => (
+            Config::from_file(path).map_err(|e| format!("{e:#}"))?,
+            path.display().to_string(),
+        ),
+        None => Config::default_experiment().map_err(|e| format!("{e:#}"))?,
+    };
+    Overrides {
+        schemes: args.schemes,
+        drafts: args.drafts,
+        draft_len: args.draft_len,
+        draft_temps: args.draft_temps,
+        draft_temp_pairs: args.draft_temp_pairs,
+        target_temp: args.target_temp,
+        top_p: args.top_p,
+        top_k: args.top_k,
+        datasets: args.datasets,
+        prompts: args.prompts,
+        max_new_tokens: args.max_new_tokens,
+        seeds: args.seeds,
+        device: args.device,
+        name: args.name,
+    }
+    .apply(&mut config);
+    let options = RunOptions {
+        config,
+        config_source: source,
+        out: args.out,
+        resume: args.resume,
+        shard: args.shard,
+        rounds_jsonl: args.rounds_jsonl,
+    };
+    let report = specbench::experiment::run(&options).map_err(|e| format!("{e:#}"))?;
+    print!("{}", summary_table(&report.rows));
+    println!();
+    print!("{}", pooled_vs_sd(&report.rows));
+    for skipped in &report.skipped {
+        println!(
+            "not run: {} at K = {}, draft T {}: {}",
+            skipped.scheme, skipped.k, skipped.temp_set, skipped.reason
+        );
+    }
+    println!(
+        "{} cells run, {} already done; results in {}",
+        report.ran,
+        report.resumed,
+        report.out_dir.display()
+    );
+    Ok(())
 }

@@ -185,3 +185,45 @@ impl HistoryRows {
         self.rows = rows.iter().map(|&r| self.rows[r].clone()).collect();
     }
 }
+
+/// A loaded draft/target pair and the tokenizer they share.
+pub struct ModelPair {
+    pub target: Box<dyn CausalLm>,
+    pub draft: Box<dyn CausalLm>,
+    pub tokenizer: Box<dyn Tokenizer>,
+}
+
+/// Loads the pair a config names: `synthetic` (the embedded family, with
+/// `synthetic` parameters) or a checkpoint.
+pub fn load_pair(
+    target: &str,
+    draft: &str,
+    device: &str,
+    synthetic: &SyntheticConfig,
+) -> Result<ModelPair> {
+    match (target, draft) {
+        ("synthetic", "synthetic") => {
+            if device != "cpu" {
+                bail!(
+                    "the synthetic models run on the CPU only (device '{device}'): drop --device or name real models"
+                );
+            }
+            Ok(ModelPair {
+                target: Box::new(SyntheticLm::new(
+                    synthetic.clone(),
+                    synthetic::Role::Target,
+                )?),
+                draft: Box::new(SyntheticLm::new(synthetic.clone(), synthetic::Role::Draft)?),
+                tokenizer: Box::new(WordHashTokenizer {
+                    vocab: synthetic.vocab,
+                }),
+            })
+        }
+        ("synthetic", other) | (other, "synthetic") => bail!(
+            "model '{other}' is paired with a synthetic model: use synthetic for both, or real checkpoints for both"
+        ),
+        (other, _) => bail!(
+            "model '{other}': loading Hugging Face checkpoints (OPT in candle) is not in this build yet; run the synthetic default (experiments/default.toml) until real-model support lands"
+        ),
+    }
+}

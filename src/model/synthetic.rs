@@ -194,7 +194,7 @@ fn base_logits(c: &SyntheticConfig, role: Role) -> Vec<f32> {
     if role == Role::Draft {
         let spread = 3.0 * (1.0 - c.closeness);
         for (i, b) in base.iter_mut().enumerate() {
-            *b += (spread * gaussian(splitmix64(c.seed ^ 0xD0FF_5E7 ^ (i as u64) << 20))) as f32;
+            *b += (spread * gaussian(splitmix64(c.seed ^ 0x0D0F_F5E7 ^ ((i as u64) << 20)))) as f32;
         }
     }
     base

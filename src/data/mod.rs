@@ -1,0 +1,131 @@
+//! Datasets and prompts: records, the prompt templates of `DATA.md` §2, and
+//! the prompts embedded in the binary for the offline default.
+
+pub mod template;
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+
+pub use template::render;
+
+/// The three datasets of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dataset {
+    Xsum,
+    Dolly,
+    Wmt18,
+}
+
+impl Dataset {
+    pub const ALL: [Dataset; 3] = [Dataset::Xsum, Dataset::Dolly, Dataset::Wmt18];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dataset::Xsum => "xsum",
+            Dataset::Dolly => "dolly",
+            Dataset::Wmt18 => "wmt18",
+        }
+    }
+
+    /// The template id recorded with results.
+    pub fn template_id(self) -> &'static str {
+        match self {
+            Dataset::Xsum => "xsum",
+            Dataset::Dolly => "dolly",
+            Dataset::Wmt18 => "wmt18_de_en",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "xsum" => Ok(Dataset::Xsum),
+            "dolly" => Ok(Dataset::Dolly),
+            "wmt18" | "wmt" | "wmt18_de_en" => Ok(Dataset::Wmt18),
+            other => bail!("unknown dataset '{other}': use xsum, dolly or wmt18"),
+        }
+    }
+
+    /// The embedded sample prompts (`data/*.jsonl`, written for this project).
+    fn embedded(self) -> &'static str {
+        match self {
+            Dataset::Xsum => include_str!("../../data/xsum.jsonl"),
+            Dataset::Dolly => include_str!("../../data/dolly.jsonl"),
+            Dataset::Wmt18 => include_str!("../../data/wmt18_de_en.jsonl"),
+        }
+    }
+}
+
+/// One dataset row: its id and string fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub id: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+impl Record {
+    pub fn field(&self, name: &str) -> Result<&str> {
+        self.fields
+            .get(name)
+            .map(String::as_str)
+            .with_context(|| format!("record {} has no field '{name}'", self.id))
+    }
+}
+
+/// Parses JSONL rows with string values (the `id` may be a number).
+pub fn parse_jsonl(text: &str, source: &str) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("{source}: line {} is not valid JSON", n + 1))?;
+        let object = value
+            .as_object()
+            .with_context(|| format!("{source}: line {} is not a JSON object", n + 1))?;
+        let mut fields = BTreeMap::new();
+        for (key, value) in object {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => bail!("{source}: line {}: field '{key}' must be a string", n + 1),
+            };
+            fields.insert(key.clone(), text);
+        }
+        let id = fields.get("id").cloned().unwrap_or_else(|| n.to_string());
+        records.push(Record { id, fields });
+    }
+    Ok(records)
+}
+
+/// The first `count` embedded records of a dataset.
+pub fn embedded_records(dataset: Dataset, count: usize) -> Result<Vec<Record>> {
+    let all = parse_jsonl(dataset.embedded(), &format!("embedded {}", dataset.name()))?;
+    if count > all.len() {
+        bail!(
+            "{} has {} embedded prompts but {count} were asked for: lower --prompts",
+            dataset.name(),
+            all.len()
+        );
+    }
+    Ok(all.into_iter().take(count).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_prompt_renders_with_its_template() {
+        for dataset in Dataset::ALL {
+            let records = embedded_records(dataset, 6).unwrap();
+            assert_eq!(records.len(), 6);
+            for r in &records {
+                let prompt = render(dataset, r).unwrap();
+                assert!(prompt.ends_with(':'), "{prompt}");
+            }
+        }
+        assert!(embedded_records(Dataset::Xsum, 7).is_err());
+    }
+}

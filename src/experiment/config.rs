@@ -1,0 +1,282 @@
+//! Experiment configs: TOML files in `experiments/`, overridden field by
+//! field from the command line.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
+use crate::model::SyntheticConfig;
+use crate::select::build_list;
+
+/// The offline default, compiled in so that `specbench run` works anywhere.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../experiments/default.toml");
+
+/// A whole experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Results go to `results/<name>/` unless `--out` says otherwise.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub models: Models,
+    pub data: Data,
+    pub decode: Decode,
+    pub sweep: Sweep,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Models {
+    /// `synthetic`, a Hugging Face id (`facebook/opt-13b`) or a local directory.
+    pub target: String,
+    pub draft: String,
+    /// `cpu` or `cuda` / `cuda:N`.
+    #[serde(default = "default_device")]
+    pub device: String,
+    /// Parameters of the synthetic family (used when a model is `synthetic`).
+    #[serde(default)]
+    pub synthetic: SyntheticConfig,
+}
+
+fn default_device() -> String {
+    "cpu".into()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Data {
+    /// `embedded` (the prompts in `data/`, compiled in) or `hub`.
+    pub source: String,
+    pub datasets: Vec<String>,
+    /// Prompts per dataset.
+    pub prompts: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decode {
+    /// Tokens per draft per round (L).
+    pub draft_len: usize,
+    pub max_new_tokens: usize,
+    pub target_temp: f64,
+    pub top_p: f64,
+    /// 0 turns top-k off.
+    #[serde(default)]
+    pub top_k: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Registry names with parameters (`is:m=20`); SD and the target-only
+    /// baseline are added to every (dataset, temperatures, seed) group.
+    pub schemes: Vec<String>,
+    /// Numbers of drafts K (identical drafts).
+    pub drafts: Vec<usize>,
+    /// Identical-draft temperatures: every draft at T.
+    #[serde(default)]
+    pub draft_temps: Vec<f64>,
+    /// Non-identical drafts, K = 2: draft 1 at the first temperature, draft 2
+    /// at the second. SD runs at the first.
+    #[serde(default)]
+    pub draft_temp_pairs: Vec<[f64; 2]>,
+    pub seeds: Vec<u64>,
+}
+
+impl Config {
+    /// Reads a TOML config; the message names the file and the field.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    pub fn from_toml(text: &str, source: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| {
+            let message = e.message().to_string();
+            anyhow::anyhow!("{source}: {}", message.trim())
+        })
+    }
+
+    /// The default experiment: `experiments/default.toml` when run from a
+    /// checkout, otherwise the copy compiled into the binary.
+    pub fn default_experiment() -> Result<(Self, String)> {
+        let path = Path::new("experiments/default.toml");
+        if path.exists() {
+            Ok((Self::from_file(path)?, path.display().to_string()))
+        } else {
+            Ok((
+                Self::from_toml(EMBEDDED_DEFAULT, "embedded default.toml")?,
+                "embedded default.toml".into(),
+            ))
+        }
+    }
+
+    pub fn datasets(&self) -> Result<Vec<Dataset>> {
+        self.data
+            .datasets
+            .iter()
+            .map(|d| Dataset::parse(d))
+            .collect()
+    }
+
+    /// Checks every field a run depends on before anything is loaded.
+    pub fn validate(&self) -> Result<()> {
+        if self.name.is_empty() || self.name.contains(['/', '\\']) {
+            bail!(
+                "config name must be a plain directory name (got '{}')",
+                self.name
+            );
+        }
+        if self.data.datasets.is_empty() {
+            bail!("data.datasets is empty: list at least one of xsum, dolly, wmt18");
+        }
+        self.datasets()?;
+        if self.data.prompts == 0 {
+            bail!("data.prompts must be at least 1");
+        }
+        let d = &self.decode;
+        if d.draft_len == 0 || d.max_new_tokens == 0 {
+            bail!("decode.draft_len and decode.max_new_tokens must be at least 1");
+        }
+        check_temperature(d.target_temp, "decode.target_temp")?;
+        if !(d.top_p > 0.0 && d.top_p <= 1.0) {
+            bail!("decode.top_p must lie in (0, 1] (got {})", d.top_p);
+        }
+        let s = &self.sweep;
+        if s.schemes.is_empty() {
+            bail!("sweep.schemes is empty: name at least one scheme (see `specbench schemes`)");
+        }
+        build_list(&s.schemes.join(",")).map_err(|e| anyhow::anyhow!("sweep.schemes: {e}"))?;
+        if s.drafts.is_empty() || s.drafts.contains(&0) {
+            bail!("sweep.drafts must list numbers of drafts of at least 1");
+        }
+        if s.draft_temps.is_empty() && s.draft_temp_pairs.is_empty() {
+            bail!("give sweep.draft_temps or sweep.draft_temp_pairs");
+        }
+        for &t in &s.draft_temps {
+            check_temperature(t, "sweep.draft_temps")?;
+        }
+        for pair in &s.draft_temp_pairs {
+            for &t in pair {
+                check_temperature(t, "sweep.draft_temp_pairs")?;
+            }
+        }
+        if s.seeds.is_empty() {
+            bail!("sweep.seeds is empty: give at least one seed");
+        }
+        self.models.synthetic.validate()?;
+        Ok(())
+    }
+}
+
+fn check_temperature(t: f64, field: &str) -> Result<()> {
+    if !(t.is_finite() && t > 0.0) {
+        bail!("{field}: temperatures must be positive (got {t})");
+    }
+    Ok(())
+}
+
+/// Command-line overrides; `None` keeps the config's value.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub schemes: Option<Vec<String>>,
+    pub drafts: Option<Vec<usize>>,
+    pub draft_len: Option<usize>,
+    pub draft_temps: Option<Vec<f64>>,
+    pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
+    pub target_temp: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<usize>,
+    pub datasets: Option<Vec<String>>,
+    pub prompts: Option<usize>,
+    pub max_new_tokens: Option<usize>,
+    pub seeds: Option<Vec<u64>>,
+    pub device: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Overrides {
+    pub fn apply(&self, config: &mut Config) {
+        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
+            if let Some(v) = value {
+                *target = v.clone();
+            }
+        }
+        set(&mut config.sweep.schemes, &self.schemes);
+        set(&mut config.sweep.drafts, &self.drafts);
+        set(&mut config.decode.draft_len, &self.draft_len);
+        // Temperatures given on the command line replace both kinds: asking
+        // for `--draft-temps 1.2` means exactly those cells.
+        if self.draft_temps.is_some() || self.draft_temp_pairs.is_some() {
+            config.sweep.draft_temps = self.draft_temps.clone().unwrap_or_default();
+            config.sweep.draft_temp_pairs = self.draft_temp_pairs.clone().unwrap_or_default();
+        }
+        set(&mut config.decode.target_temp, &self.target_temp);
+        set(&mut config.decode.top_p, &self.top_p);
+        set(&mut config.decode.top_k, &self.top_k);
+        set(&mut config.data.datasets, &self.datasets);
+        set(&mut config.data.prompts, &self.prompts);
+        set(&mut config.decode.max_new_tokens, &self.max_new_tokens);
+        set(&mut config.sweep.seeds, &self.seeds);
+        set(&mut config.models.device, &self.device);
+        set(&mut config.name, &self.name);
+    }
+}
+
+/// Parses `1.2:1.6` (or `1.2/1.6`) as a non-identical temperature pair.
+pub fn parse_temp_pair(text: &str) -> Result<[f64; 2], String> {
+    let parts: Vec<&str> = text.split([':', '/']).collect();
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("'{text}' is not a temperature pair: write T1:T2, e.g. 1.2:1.6"))
+    };
+    match parts.as_slice() {
+        [a, b] => Ok([parse(a)?, parse(b)?]),
+        _ => Err(format!(
+            "'{text}' is not a temperature pair: write T1:T2, e.g. 1.2:1.6"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_parses_and_validates() {
+        let config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+        config.validate().unwrap();
+        assert_eq!(config.name, "default");
+        assert_eq!(config.models.target, "synthetic");
+    }
+
+    #[test]
+    fn overrides_replace_fields_and_bad_values_name_the_field() {
+        let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+        Overrides {
+            draft_temps: Some(vec![1.4]),
+            prompts: Some(1),
+            ..Overrides::default()
+        }
+        .apply(&mut config);
+        assert_eq!(config.sweep.draft_temps, vec![1.4]);
+        assert!(config.sweep.draft_temp_pairs.is_empty());
+        assert_eq!(config.data.prompts, 1);
+        config.decode.top_p = 1.5;
+        assert!(config.validate().unwrap_err().to_string().contains("top_p"));
+        let bad = EMBEDDED_DEFAULT.replace("draft_len", "draft_length");
+        assert!(
+            Config::from_toml(&bad, "x")
+                .unwrap_err()
+                .to_string()
+                .contains("draft_length")
+        );
+        assert_eq!(parse_temp_pair("1.2:1.6").unwrap(), [1.2, 1.6]);
+        assert!(parse_temp_pair("1.2").is_err());
+    }
+}

@@ -1,0 +1,203 @@
+//! One CSV row per cell: what was run and what it measured. Every column is
+//! documented in the README ("cells.csv columns").
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::Cell;
+use crate::decode::Generation;
+
+/// A row of `cells.csv`. Lists inside a field are `;`-separated; a missing
+/// value is an empty field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRow {
+    pub cell_id: String,
+    pub dataset: String,
+    pub template: String,
+    pub kind: String,
+    pub scheme: String,
+    pub scheme_params: String,
+    pub k: usize,
+    pub draft_len: usize,
+    pub draft_temps: String,
+    pub temp_set: String,
+    pub target_temp: f64,
+    pub top_p: f64,
+    pub top_k: usize,
+    pub max_new_tokens: usize,
+    pub seed: u64,
+    pub prompts: usize,
+    pub tokens: usize,
+    pub rounds: usize,
+    pub draft_calls: usize,
+    pub block_efficiency: f64,
+    pub block_efficiency_mean: f64,
+    pub block_efficiency_se: Option<f64>,
+    pub round_tokens_mean: Option<f64>,
+    pub token_rate: f64,
+    pub token_rate_mean: f64,
+    pub token_rate_se: Option<f64>,
+    pub block_efficiency_vs_sd_pct: Option<f64>,
+    pub token_rate_vs_sd_pct: Option<f64>,
+    pub accept_by_depth: String,
+    pub mean_accept: Option<f64>,
+    pub mean_pstar: Option<f64>,
+    pub nodes: usize,
+    pub select_us_per_token: Option<f64>,
+    pub eos_prompts: usize,
+    pub gen_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+/// Decoding settings that every row repeats.
+pub struct RowContext<'a> {
+    pub draft_len: usize,
+    pub target_temp: f64,
+    pub top_p: f64,
+    pub top_k: usize,
+    pub max_new_tokens: usize,
+    pub eos: Option<u32>,
+    pub template: &'a str,
+}
+
+impl CellRow {
+    /// Summarises the generations of one cell (one per prompt).
+    pub fn from_generations(
+        cell: &Cell,
+        context: &RowContext,
+        generations: &[Generation],
+        wall_seconds: f64,
+    ) -> Self {
+        let tokens: usize = generations.iter().map(|g| g.tokens.len()).sum();
+        let rounds: usize = generations.iter().map(|g| g.target_calls).sum();
+        let seconds: f64 = generations.iter().map(|g| g.seconds).sum();
+        let per_prompt_be: Vec<f64> = generations
+            .iter()
+            .map(|g| g.tokens.len() as f64 / g.target_calls.max(1) as f64)
+            .collect();
+        let per_prompt_tr: Vec<f64> = generations
+            .iter()
+            .map(|g| g.tokens.len() as f64 / g.seconds.max(1e-12))
+            .collect();
+        let all_rounds: Vec<_> = generations.iter().flat_map(|g| &g.rounds).collect();
+        let round_tokens_mean = (!all_rounds.is_empty()).then(|| {
+            all_rounds.iter().map(|r| r.emitted as f64).sum::<f64>() / all_rounds.len() as f64
+        });
+        let nodes: Vec<_> = all_rounds.iter().flat_map(|r| &r.nodes).collect();
+        let accept_by_depth = (1..=context.draft_len)
+            .map(|depth| {
+                let at: Vec<_> = nodes.iter().filter(|n| n.depth == depth).collect();
+                if at.is_empty() {
+                    String::new()
+                } else {
+                    let landed = at.iter().filter(|n| n.landed).count();
+                    format!("{:.4}", landed as f64 / at.len() as f64)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(";");
+        let mean_of = |values: Vec<Option<f64>>| -> Option<f64> {
+            if values.is_empty() || values.iter().any(Option::is_none) {
+                return None;
+            }
+            Some(values.iter().flatten().sum::<f64>() / values.len() as f64)
+        };
+        let mean_accept = mean_of(nodes.iter().map(|n| n.accept).collect());
+        let mean_pstar = mean_of(nodes.iter().map(|n| n.pstar).collect());
+        let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
+        let (scheme_id, params) = match cell.scheme.split_once(':') {
+            Some((id, params)) => (id.to_string(), params.to_string()),
+            None => (cell.scheme.clone(), String::new()),
+        };
+        let eos_prompts = generations
+            .iter()
+            .filter(|g| context.eos.is_some() && g.tokens.last().copied() == context.eos)
+            .count();
+        CellRow {
+            cell_id: cell.id.clone(),
+            dataset: cell.dataset.name().into(),
+            template: context.template.into(),
+            kind: cell.kind.name().into(),
+            scheme: scheme_id,
+            scheme_params: params,
+            k: cell.k,
+            draft_len: context.draft_len,
+            draft_temps: cell
+                .draft_temps
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(";"),
+            temp_set: cell.temp_set.clone(),
+            target_temp: context.target_temp,
+            top_p: context.top_p,
+            top_k: context.top_k,
+            max_new_tokens: context.max_new_tokens,
+            seed: cell.seed,
+            prompts: generations.len(),
+            tokens,
+            rounds,
+            draft_calls: generations.iter().map(|g| g.draft_calls).sum(),
+            block_efficiency: tokens as f64 / rounds.max(1) as f64,
+            block_efficiency_mean: mean(&per_prompt_be),
+            block_efficiency_se: standard_error(&per_prompt_be),
+            round_tokens_mean,
+            token_rate: tokens as f64 / seconds.max(1e-12),
+            token_rate_mean: mean(&per_prompt_tr),
+            token_rate_se: standard_error(&per_prompt_tr),
+            block_efficiency_vs_sd_pct: None,
+            token_rate_vs_sd_pct: None,
+            accept_by_depth,
+            mean_accept,
+            mean_pstar,
+            nodes: nodes.len(),
+            select_us_per_token: (!all_rounds.is_empty())
+                .then(|| selection * 1e6 / tokens.max(1) as f64),
+            eos_prompts,
+            gen_seconds: seconds,
+            wall_seconds,
+        }
+    }
+
+    /// Fills the "% over SD" columns from the group's SD row.
+    pub fn compare_with_sd(&mut self, sd: &CellRow) {
+        self.block_efficiency_vs_sd_pct =
+            Some(100.0 * (self.block_efficiency / sd.block_efficiency - 1.0));
+        self.token_rate_vs_sd_pct = Some(100.0 * (self.token_rate / sd.token_rate - 1.0));
+    }
+
+    /// The key of the group's SD baseline.
+    pub fn group_key(&self) -> (String, String, u64) {
+        (self.dataset.clone(), self.temp_set.clone(), self.seed)
+    }
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// Sample standard deviation (n − 1); none below two values.
+pub fn standard_deviation(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let m = mean(values);
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    Some(var.sqrt())
+}
+
+pub fn standard_error(values: &[f64]) -> Option<f64> {
+    standard_deviation(values).map(|sd| sd / (values.len() as f64).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_statistics() {
+        assert_eq!(standard_deviation(&[1.0]), None);
+        let sd = standard_deviation(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert!((sd - 1.2909944487358056).abs() < 1e-15);
+        assert!((standard_error(&[1.0, 2.0, 3.0, 4.0]).unwrap() - sd / 2.0).abs() < 1e-15);
+    }
+}

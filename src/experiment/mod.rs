@@ -1,0 +1,14 @@
+//! The sweep: config (TOML), plan of cells, runner, resume/shard/merge, and
+//! the files a run writes (`cells.csv`, `manifest.json`, per-round JSONL).
+
+pub mod config;
+pub mod manifest;
+pub mod merge;
+pub mod metrics;
+pub mod output;
+pub mod plan;
+pub mod progress;
+pub mod runner;
+
+pub use config::{Config, Overrides};
+pub use runner::{RunOptions, RunReport, run};
