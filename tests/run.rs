@@ -1,0 +1,331 @@
+//! `specbench run` end to end on the synthetic models: files, resume after
+//! SIGKILL, shards and merge, overrides, and clear failures.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use specbench::experiment::config::EMBEDDED_DEFAULT;
+use specbench::experiment::metrics::CellRow;
+use specbench::experiment::output::read_rows;
+use specbench::experiment::plan::Plan;
+use specbench::experiment::{Config, RunOptions, run};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("specbench-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The default experiment, shrunk: a smaller vocabulary and fewer tokens.
+fn small_config() -> Config {
+    let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+    config.models.synthetic.vocab = 4096;
+    config.data.datasets = vec!["dolly".into(), "wmt18".into()];
+    config.data.prompts = 2;
+    config.decode.max_new_tokens = 12;
+    config.sweep.schemes = vec!["specinfer".into(), "is".into(), "spectr".into()];
+    config.sweep.draft_temps = vec![1.2, 2.0];
+    config.sweep.seeds = vec![1];
+    config
+}
+
+fn options(config: Config, out: &Path) -> RunOptions {
+    RunOptions {
+        config,
+        config_source: "test".into(),
+        out: Some(out.to_path_buf()),
+        resume: false,
+        shard: None,
+        rounds_jsonl: None,
+    }
+}
+
+fn by_id(rows: &[CellRow]) -> BTreeMap<String, CellRow> {
+    rows.iter()
+        .map(|r| (r.cell_id.clone(), r.clone()))
+        .collect()
+}
+
+fn specbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
+    let out = scratch("basic");
+    let mut opts = options(small_config(), &out);
+    opts.rounds_jsonl = Some(out.join("rounds.jsonl"));
+    let report = run(&opts).unwrap();
+    let plan = Plan::build(&opts.config).unwrap();
+    let rows = read_rows(&out.join("cells.csv"), false).unwrap();
+    assert_eq!(rows.len(), plan.cells.len());
+    assert_eq!(report.rows, rows);
+    for row in &rows {
+        assert!(
+            (1.0..=6.0).contains(&row.block_efficiency),
+            "{}: {}",
+            row.cell_id,
+            row.block_efficiency
+        );
+        assert!(row.tokens > 0 && row.rounds > 0 && row.token_rate > 0.0);
+        match row.kind.as_str() {
+            "target" => assert_eq!(row.block_efficiency, 1.0),
+            "sd" => assert_eq!(row.block_efficiency_vs_sd_pct, Some(0.0)),
+            _ => {
+                assert!(row.block_efficiency_vs_sd_pct.is_some());
+                let pstar = row.mean_pstar.unwrap();
+                let accept = row.mean_accept.unwrap();
+                assert!(
+                    accept <= pstar + 1e-9,
+                    "{}: {accept} > {pstar}",
+                    row.cell_id
+                );
+                assert_eq!(row.accept_by_depth.split(';').count(), 5);
+            }
+        }
+    }
+    // Paired streams: SD gives the same tokens whatever else runs.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["config"]["decode"]["max_new_tokens"], 12);
+    assert_eq!(manifest["runs"][0]["status"], "complete");
+    assert!(
+        manifest["models"]["target"]["revision"]
+            .as_str()
+            .unwrap()
+            .contains("vocab=4096")
+    );
+    let rounds = std::fs::read_to_string(out.join("rounds.jsonl")).unwrap();
+    let scheme_rounds: usize = rows
+        .iter()
+        .filter(|r| r.kind != "target")
+        .map(|r| r.rounds)
+        .sum();
+    assert_eq!(rounds.lines().count(), scheme_rounds);
+
+    // Running again into the same directory needs --resume …
+    let again = run(&options(small_config(), &out)).unwrap_err().to_string();
+    assert!(again.contains("--resume"), "{again}");
+    // … which then has nothing left to do, and a changed config is refused.
+    let mut resume = options(small_config(), &out);
+    resume.resume = true;
+    let resumed = run(&resume).unwrap();
+    assert_eq!(resumed.ran, 0);
+    resume.config.decode.top_p = 0.9;
+    let changed = run(&resume).unwrap_err().to_string();
+    assert!(changed.contains("decode.top_p"), "{changed}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
+    let dir = scratch("kill");
+    let mut config = small_config();
+    config.data.prompts = 4;
+    config.decode.max_new_tokens = 24;
+    config.models.synthetic.vocab = 50272;
+    let config_path = dir.join("config.toml");
+    std::fs::write(&config_path, toml::to_string(&config).unwrap()).unwrap();
+    let out = dir.join("out");
+    let cells = out.join("cells.csv");
+    let args = [
+        "run",
+        config_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let plan = Plan::build(&config).unwrap();
+    let started = Instant::now();
+    loop {
+        let done =
+            std::fs::read_to_string(&cells).map_or(0, |t| t.lines().count().saturating_sub(1));
+        if done >= 3 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no cells written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = read_rows(&cells, false).unwrap();
+    assert!(
+        before.len() < plan.cells.len(),
+        "the run finished before it could be killed"
+    );
+    let resumed = specbench(&[
+        "run",
+        config_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let after = read_rows(&cells, false).unwrap();
+    let ids: Vec<&str> = after.iter().map(|r| r.cell_id.as_str()).collect();
+    let unique: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "duplicated cells");
+    let planned: std::collections::BTreeSet<&str> =
+        plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(unique, planned, "lost cells");
+    // The rows written before the kill are untouched, and every cell has the
+    // numbers an uninterrupted run gives (the streams are per cell and prompt).
+    assert_eq!(&after[..before.len()], before.as_slice());
+    let fresh = run(&options(config, &dir.join("fresh"))).unwrap();
+    let fresh = by_id(&fresh.rows);
+    for row in &after {
+        let f = &fresh[&row.cell_id];
+        assert_eq!(
+            (row.tokens, row.rounds),
+            (f.tokens, f.rounds),
+            "{}",
+            row.cell_id
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shards_partition_the_plan_and_merge_back_to_the_full_run() {
+    let dir = scratch("shards");
+    let config = small_config();
+    let full = run(&options(config.clone(), &dir.join("full"))).unwrap();
+    for i in 1..=2 {
+        let mut opts = options(config.clone(), &dir.join(format!("s{i}")));
+        opts.shard = Some((i, 2));
+        run(&opts).unwrap();
+    }
+    let merged = specbench(&[
+        "merge",
+        dir.join("s1").to_str().unwrap(),
+        dir.join("s2").to_str().unwrap(),
+        "--out",
+        dir.join("merged").to_str().unwrap(),
+    ]);
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let rows = by_id(&read_rows(&dir.join("merged/cells.csv"), false).unwrap());
+    let full = by_id(&full.rows);
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        full.keys().collect::<Vec<_>>()
+    );
+    for (id, row) in &rows {
+        assert_eq!(row.tokens, full[id].tokens, "{id}");
+        assert_eq!(row.block_efficiency, full[id].block_efficiency, "{id}");
+        assert_eq!(
+            row.block_efficiency_vs_sd_pct, full[id].block_efficiency_vs_sd_pct,
+            "{id}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn overrides_reach_the_plan_and_inapplicable_schemes_are_reported() {
+    let dir = scratch("overrides");
+    let out = specbench(&[
+        "run",
+        "--out",
+        dir.join("o").to_str().unwrap(),
+        "--datasets",
+        "wmt18",
+        "--prompts",
+        "1",
+        "--max-new-tokens",
+        "6",
+        "--schemes",
+        "specinfer,spectr",
+        "--draft-temp-pairs",
+        "1.2:1.6",
+        "--seeds",
+        "3",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("not run: spectr"), "{stdout}");
+    let rows = read_rows(&dir.join("o/cells.csv"), false).unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.cell_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "wmt18/target/seed3",
+            "wmt18/1.2:1.6/K1/single/seed3",
+            "wmt18/1.2:1.6/K2/specinfer/seed3"
+        ]
+    );
+    assert_eq!(rows[2].draft_temps, "1.2;1.6");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn paper_configs_and_bad_input_fail_with_one_line_and_write_nothing() {
+    let dir = scratch("paper");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut papers = 0;
+    for entry in std::fs::read_dir(root.join("experiments")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.starts_with("paper-") {
+            continue;
+        }
+        papers += 1;
+        let config = Config::from_file(&path).unwrap();
+        config.validate().unwrap();
+        let out_dir = dir.join(&name);
+        let out = specbench(&[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: model 'facebook/opt-13b'"),
+            "{name}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(!out_dir.exists(), "{name} left files behind");
+    }
+    assert!(papers >= 6);
+    for (args, needle) in [
+        (vec!["run", "--top-p", "1.5"], "top_p"),
+        (vec!["run", "--schemes", "nope"], "nope"),
+        (vec!["run", "--shard", "3/2"], "shard"),
+        (vec!["run", "--draft-temp-pairs", "1.2"], "pair"),
+        (vec!["run", "--datasets", "imdb"], "imdb"),
+        (vec!["run", "missing.toml"], "missing.toml"),
+    ] {
+        let out = specbench(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
