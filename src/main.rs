@@ -155,6 +155,15 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
     print!("{}", summary_table(&report.rows));
     println!();
     print!("{}", pooled_vs_sd(&report.rows));
+    let max_be = (options.config.decode.draft_len + 1) as f64;
+    let outside = report
+        .rows
+        .iter()
+        .filter(|r| !(1.0..=max_be).contains(&r.block_efficiency))
+        .count();
+    if outside > 0 {
+        println!("warning: {outside} cells have block efficiency outside [1, {max_be}]");
+    }
     for skipped in &report.skipped {
         println!(
             "not run: {} at K = {}, draft T {}: {}",

@@ -1,7 +1,7 @@
 //! `specbench merge`: join the `cells.csv` of shards (or of several runs of
 //! one config) into one directory.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -42,7 +42,7 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
     }
     let mut config: Option<(PathBuf, serde_json::Value)> = None;
     let mut rows: Vec<CellRow> = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut duplicates = 0;
     let mut sources = Vec::new();
     for input in inputs {
@@ -76,16 +76,10 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
             sources.push(json!({"cells": path.display().to_string(), "manifest": null}));
         }
         for row in read_rows(&path, false)? {
-            match seen.get(&row.cell_id) {
-                Some(&i) => {
-                    if rows[i].cell_id == row.cell_id {
-                        duplicates += 1;
-                    }
-                }
-                None => {
-                    seen.insert(row.cell_id.clone(), rows.len());
-                    rows.push(row);
-                }
+            if seen.insert(row.cell_id.clone()) {
+                rows.push(row);
+            } else {
+                duplicates += 1;
             }
         }
     }
