@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use super::drafts_of;
 use crate::dist::Dist;
-use crate::select::{Drafts, Scheme, SchemeError, drafts_for};
+use crate::select::{Scheme, SchemeError, drafts_for};
 
 /// The laws a round sees: the target's and each draft row's next-token law
 /// after any prefix (prompt included).
@@ -137,14 +138,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
-    if identical {
-        Drafts::identical(laws[0], laws.len())
-    } else {
-        Drafts::independent(laws.to_vec())
-    }
 }
 
 /// Extends every emitted string autoregressively with the target to

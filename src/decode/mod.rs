@@ -326,7 +326,8 @@ fn first_laws(logits: &[f32], processing: &[Processing]) -> Result<Vec<Rc<Dist>>
     Ok(laws)
 }
 
-fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
+/// The drafts a node sees: one law K′ times, or one law per draft.
+pub(crate) fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
     if identical {
         Drafts::identical(laws[0], laws.len())
     } else {

@@ -184,6 +184,32 @@ impl HistoryRows {
     pub fn select(&mut self, rows: &[usize]) {
         self.rows = rows.iter().map(|&r| self.rows[r].clone()).collect();
     }
+
+    /// Appends `tokens` (already checked, `width` per row) and computes the
+    /// requested logits with `logits_after(prefix, out)`.
+    pub fn forward(
+        &mut self,
+        tokens: &[&[u32]],
+        width: usize,
+        positions: Positions,
+        vocab: usize,
+        logits_after: impl Fn(&[u32], &mut [f32]),
+    ) -> Logits {
+        let returned = match positions {
+            Positions::Last => 1,
+            Positions::All => width,
+        };
+        let mut logits = Logits::zeros(tokens.len(), returned, vocab);
+        for (r, row_tokens) in tokens.iter().enumerate() {
+            let before = self.rows[r].len();
+            self.rows[r].extend_from_slice(row_tokens);
+            for j in 0..returned {
+                let fed = width - returned + j + 1;
+                logits_after(&self.rows[r][..before + fed], logits.at_mut(r, j));
+            }
+        }
+        logits
+    }
 }
 
 /// A loaded draft/target pair and the tokenizer they share.

@@ -61,20 +61,12 @@ impl CausalLm for ToyLm {
 
     fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
         let width = check_forward(self, tokens)?;
-        let returned = match positions {
-            Positions::Last => 1,
-            Positions::All => width,
-        };
-        let mut logits = Logits::zeros(tokens.len(), returned, self.vocab);
-        for (r, row_tokens) in tokens.iter().enumerate() {
-            let before = self.history.rows[r].len();
-            self.history.rows[r].extend_from_slice(row_tokens);
-            let row = &self.history.rows[r];
-            for j in 0..returned {
-                let fed = width - returned + j + 1;
-                self.logits_after(&row[..before + fed], logits.at_mut(r, j));
-            }
-        }
+        let vocab = self.vocab;
+        let mut history = std::mem::take(&mut self.history);
+        let logits = history.forward(tokens, width, positions, vocab, |prefix, out| {
+            self.logits_after(prefix, out)
+        });
+        self.history = history;
         Ok(logits)
     }
 
