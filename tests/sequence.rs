@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use specbench::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
 use specbench::decode::{DecodeConfig, generate};
 use specbench::dist::{Dist, Processing};
-use specbench::model::{CausalLm, ToyLm};
+use specbench::model::{ContextLogits, HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
 use specbench::verify::gtest::g_test;
@@ -199,8 +199,8 @@ fn a_biased_walk_is_detected() {
 /// Runs the real engine: `samples` generations of L+1 tokens each (one or
 /// more rounds, so rollback is exercised), counted by string.
 fn sample_generations(scheme: &dyn Scheme, case: &Case, samples: usize) -> BTreeMap<Vec<u32>, u64> {
-    let mut target = ToyLm::new(TARGET_ID, case.vocab, None);
-    let mut draft = ToyLm::new(DRAFT_ID, case.vocab, None);
+    let mut target = HistoryLm::new(ToyLm::new(TARGET_ID, case.vocab, None));
+    let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, case.vocab, None));
     let config = DecodeConfig {
         draft_len: case.length,
         max_new_tokens: case.length + 1,
@@ -262,7 +262,7 @@ fn the_decoding_engine_samples_the_target_law_for_every_scheme() {
 fn the_g_test_catches_a_biased_engine_run() {
     // Draft-only sampling (every draft accepted) is not the target law.
     let case = &cases()[4];
-    let mut draft = ToyLm::new(DRAFT_ID, case.vocab, None);
+    let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, case.vocab, None));
     let config = DecodeConfig {
         draft_len: case.length,
         max_new_tokens: case.length + 1,

@@ -153,7 +153,7 @@ pub fn check_rows(model: &dyn CausalLm, rows: &[usize]) -> Result<()> {
 /// Token-history rows shared by the models that recompute logits from the
 /// context instead of caching activations (synthetic and toy models).
 #[derive(Clone, Debug)]
-pub(crate) struct HistoryRows {
+struct HistoryRows {
     pub rows: Vec<Vec<u32>>,
 }
 
@@ -212,6 +212,81 @@ impl HistoryRows {
     }
 }
 
+/// A model whose next-token logits are a pure function of the context
+/// (the synthetic and toy models): no activations to cache.
+pub trait ContextLogits {
+    fn vocab_size(&self) -> usize;
+    fn eos_token(&self) -> Option<u32>;
+    /// Writes the logits that follow `context` into `out` (length V).
+    fn logits_after(&self, context: &[u32], out: &mut [f32]);
+    fn info(&self) -> ModelInfo;
+}
+
+/// Any [`ContextLogits`] as a [`CausalLm`]: the "cache" of each row is its
+/// token history, so truncation and row selection are exact by construction.
+#[derive(Clone, Debug)]
+pub struct HistoryLm<M> {
+    pub model: M,
+    history: HistoryRows,
+}
+
+impl<M: ContextLogits> HistoryLm<M> {
+    pub fn new(model: M) -> Self {
+        Self {
+            model,
+            history: HistoryRows::default(),
+        }
+    }
+}
+
+impl<M: ContextLogits> CausalLm for HistoryLm<M> {
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+
+    fn eos_token(&self) -> Option<u32> {
+        self.model.eos_token()
+    }
+
+    fn reset(&mut self) {
+        self.history = HistoryRows::default();
+    }
+
+    fn rows(&self) -> usize {
+        self.history.rows.len()
+    }
+
+    fn cached_len(&self) -> usize {
+        self.history.len()
+    }
+
+    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
+        let width = check_forward(self, tokens)?;
+        let model = &self.model;
+        Ok(self.history.forward(
+            tokens,
+            width,
+            positions,
+            model.vocab_size(),
+            |prefix, out| model.logits_after(prefix, out),
+        ))
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        self.history.truncate(len)
+    }
+
+    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
+        check_rows(self, rows)?;
+        self.history.select(rows);
+        Ok(())
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.model.info()
+    }
+}
+
 /// A loaded draft/target pair and the tokenizer they share.
 pub struct ModelPair {
     pub target: Box<dyn CausalLm>,
@@ -235,11 +310,14 @@ pub fn load_pair(
                 );
             }
             Ok(ModelPair {
-                target: Box::new(SyntheticLm::new(
+                target: Box::new(HistoryLm::new(SyntheticLm::new(
                     synthetic.clone(),
                     synthetic::Role::Target,
-                )?),
-                draft: Box::new(SyntheticLm::new(synthetic.clone(), synthetic::Role::Draft)?),
+                )?)),
+                draft: Box::new(HistoryLm::new(SyntheticLm::new(
+                    synthetic.clone(),
+                    synthetic::Role::Draft,
+                )?)),
                 tokenizer: Box::new(WordHashTokenizer {
                     vocab: synthetic.vocab,
                 }),

@@ -20,7 +20,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{CausalLm, HistoryRows, Logits, ModelInfo, Positions, check_forward, check_rows};
+use super::{ContextLogits, ModelInfo};
 use crate::rng::splitmix64;
 
 /// Changes whenever the logit formula changes, so manifests pin the model.
@@ -108,26 +108,20 @@ pub enum Role {
     Draft,
 }
 
-/// A synthetic causal LM: its "cache" is the token history of each row.
+/// A synthetic language model (wrap it in [`super::HistoryLm`] to decode).
 #[derive(Clone, Debug)]
 pub struct SyntheticLm {
     config: SyntheticConfig,
     role: Role,
     /// Base logits (Zipf head, plus the draft's fixed offsets).
     base: Vec<f32>,
-    history: HistoryRows,
 }
 
 impl SyntheticLm {
     pub fn new(config: SyntheticConfig, role: Role) -> Result<Self> {
         config.validate()?;
         let base = base_logits(&config, role);
-        Ok(Self {
-            config,
-            role,
-            base,
-            history: HistoryRows::default(),
-        })
+        Ok(Self { config, role, base })
     }
 
     pub fn config(&self) -> &SyntheticConfig {
@@ -212,7 +206,7 @@ fn gaussian(bits: u64) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-impl CausalLm for SyntheticLm {
+impl ContextLogits for SyntheticLm {
     fn vocab_size(&self) -> usize {
         self.config.vocab
     }
@@ -221,37 +215,8 @@ impl CausalLm for SyntheticLm {
         Some(SYNTHETIC_EOS)
     }
 
-    fn reset(&mut self) {
-        self.history = HistoryRows::default();
-    }
-
-    fn rows(&self) -> usize {
-        self.history.rows.len()
-    }
-
-    fn cached_len(&self) -> usize {
-        self.history.len()
-    }
-
-    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
-        let width = check_forward(self, tokens)?;
-        let vocab = self.config.vocab;
-        let mut history = std::mem::take(&mut self.history);
-        let logits = history.forward(tokens, width, positions, vocab, |prefix, out| {
-            self.logits_after(prefix, out)
-        });
-        self.history = history;
-        Ok(logits)
-    }
-
-    fn truncate(&mut self, len: usize) -> Result<()> {
-        self.history.truncate(len)
-    }
-
-    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
-        check_rows(self, rows)?;
-        self.history.select(rows);
-        Ok(())
+    fn logits_after(&self, context: &[u32], out: &mut [f32]) {
+        SyntheticLm::logits_after(self, context, out)
     }
 
     fn info(&self) -> ModelInfo {
@@ -285,6 +250,7 @@ impl CausalLm for SyntheticLm {
 mod tests {
     use super::*;
     use crate::dist::{Processing, total_variation};
+    use crate::model::{CausalLm, HistoryLm, Positions};
 
     fn family(closeness: f64) -> (SyntheticLm, SyntheticLm) {
         let config = SyntheticConfig {
@@ -351,11 +317,11 @@ mod tests {
 
     #[test]
     fn top_p_support_is_small_and_forward_matches_logits_after() {
-        let (mut target, _) = family(0.5);
+        let mut target = HistoryLm::new(family(0.5).0);
         let logits = target.forward(&[&[5, 6, 7]], Positions::All).unwrap();
         let mut expect = vec![0.0; target.vocab_size()];
         for (j, prefix) in [[5u32].as_slice(), &[5, 6], &[5, 6, 7]].iter().enumerate() {
-            target.logits_after(prefix, &mut expect);
+            target.model.logits_after(prefix, &mut expect);
             assert_eq!(logits.at(0, j), expect.as_slice());
         }
         let p = Processing {
@@ -371,7 +337,7 @@ mod tests {
 
     #[test]
     fn rows_truncate_and_select_like_a_cache() {
-        let (mut m, _) = family(0.5);
+        let mut m = HistoryLm::new(family(0.5).0);
         m.forward(&[&[4, 5]], Positions::Last).unwrap();
         m.select_rows(&[0, 0]).unwrap();
         m.forward(&[&[6], &[7]], Positions::Last).unwrap();
@@ -380,7 +346,7 @@ mod tests {
         m.truncate(2).unwrap();
         let after = m.forward(&[&[8]], Positions::Last).unwrap();
         let mut expect = vec![0.0; m.vocab_size()];
-        m.logits_after(&[4, 5, 8], &mut expect);
+        m.model.logits_after(&[4, 5, 8], &mut expect);
         assert_eq!(after.at(0, 0), expect.as_slice());
         assert!(m.truncate(10).is_err());
         assert!(m.select_rows(&[3]).is_err());

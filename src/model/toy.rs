@@ -2,9 +2,7 @@
 //! (`TEST_VECTORS.md` §1.2): the next-token weights are seeded uniforms
 //! squared plus 1e-3, drawn from a hash of (model id, whole prefix).
 
-use anyhow::Result;
-
-use super::{CausalLm, HistoryRows, Logits, ModelInfo, Positions, check_forward, check_rows};
+use super::{ContextLogits, ModelInfo};
 use crate::rng::splitmix64;
 
 #[derive(Clone, Debug)]
@@ -12,17 +10,11 @@ pub struct ToyLm {
     id: u64,
     vocab: usize,
     eos: Option<u32>,
-    history: HistoryRows,
 }
 
 impl ToyLm {
     pub fn new(id: u64, vocab: usize, eos: Option<u32>) -> Self {
-        Self {
-            id,
-            vocab,
-            eos,
-            history: HistoryRows::default(),
-        }
+        Self { id, vocab, eos }
     }
 
     /// Logits `ln(u² + 1e-3)` after `prefix`, one uniform per token.
@@ -38,7 +30,7 @@ impl ToyLm {
     }
 }
 
-impl CausalLm for ToyLm {
+impl ContextLogits for ToyLm {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
@@ -47,37 +39,8 @@ impl CausalLm for ToyLm {
         self.eos
     }
 
-    fn reset(&mut self) {
-        self.history = HistoryRows::default();
-    }
-
-    fn rows(&self) -> usize {
-        self.history.rows.len()
-    }
-
-    fn cached_len(&self) -> usize {
-        self.history.len()
-    }
-
-    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
-        let width = check_forward(self, tokens)?;
-        let vocab = self.vocab;
-        let mut history = std::mem::take(&mut self.history);
-        let logits = history.forward(tokens, width, positions, vocab, |prefix, out| {
-            self.logits_after(prefix, out)
-        });
-        self.history = history;
-        Ok(logits)
-    }
-
-    fn truncate(&mut self, len: usize) -> Result<()> {
-        self.history.truncate(len)
-    }
-
-    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
-        check_rows(self, rows)?;
-        self.history.select(rows);
-        Ok(())
+    fn logits_after(&self, context: &[u32], out: &mut [f32]) {
+        ToyLm::logits_after(self, context, out)
     }
 
     fn info(&self) -> ModelInfo {
