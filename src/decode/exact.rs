@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::drafts_of;
 use crate::dist::Dist;
-use crate::select::{Scheme, SchemeError, drafts_for};
+use crate::select::{Scheme, SchemeError, drafts_used};
 
 /// The laws a round sees: the target's and each draft row's next-token law
 /// after any prefix (prompt included).
@@ -31,12 +31,10 @@ pub fn round_law(
     prompt: &[u32],
     length: usize,
 ) -> Result<StringLaw, SchemeError> {
-    let k = scheme
-        .max_drafts()
-        .map_or(models.drafts, |m| m.min(models.drafts));
+    let k = drafts_used(scheme, models.drafts);
     let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
     let first_refs: Vec<&Dist> = firsts.iter().collect();
-    let drafts = drafts_for(scheme, &drafts_of(&first_refs, models.identical));
+    let drafts = drafts_of(&first_refs, models.identical);
     let mut law = StringLaw::new();
     for (tuple, prob) in scheme.draft_law().enumerate(&drafts) {
         let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| vec![x]).collect();

@@ -18,7 +18,7 @@ use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar;
-use crate::select::{Drafts, Scheme, drafts_for};
+use crate::select::{Drafts, Scheme, drafts_used};
 
 pub use walk::surviving_rows;
 
@@ -107,9 +107,7 @@ pub fn generate(
     rng: &mut SpecRng,
 ) -> Result<Generation> {
     check_pair(target, draft, prompt, config)?;
-    let k = scheme
-        .max_drafts()
-        .map_or(config.drafts.len(), |m| m.min(config.drafts.len()));
+    let k = drafts_used(scheme, config.drafts.len());
     let identical = config.identical_drafts();
     let eos = target.eos_token();
     let length = config.draft_len;
@@ -131,7 +129,6 @@ pub fn generate(
         let firsts = first_laws(logits.at(0, 0), &config.drafts[..k])?;
         let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
         let first_drafts = drafts_of(&first_refs, identical);
-        let first_drafts = drafts_for(scheme, &first_drafts);
         let tuple = scheme.draft_law().sampler(&first_drafts).draw(rng);
         let rows = tuple.len();
         for (r, &x) in tuple.iter().enumerate() {

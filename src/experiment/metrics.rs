@@ -8,7 +8,7 @@ use crate::decode::Generation;
 
 /// A row of `cells.csv`. Lists inside a field are `;`-separated; a missing
 /// value is an empty field.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellRow {
     pub cell_id: String,
     pub dataset: String,
@@ -95,14 +95,8 @@ impl CellRow {
             })
             .collect::<Vec<_>>()
             .join(";");
-        let mean_of = |values: Vec<Option<f64>>| -> Option<f64> {
-            if values.is_empty() || values.iter().any(Option::is_none) {
-                return None;
-            }
-            Some(values.iter().flatten().sum::<f64>() / values.len() as f64)
-        };
-        let mean_accept = mean_of(nodes.iter().map(|n| n.accept).collect());
-        let mean_pstar = mean_of(nodes.iter().map(|n| n.pstar).collect());
+        let mean_accept = mean_if_complete(nodes.iter().map(|n| n.accept));
+        let mean_pstar = mean_if_complete(nodes.iter().map(|n| n.pstar));
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
         let (scheme_id, params) = match cell.scheme.split_once(':') {
             Some((id, params)) => (id.to_string(), params.to_string()),
@@ -165,10 +159,26 @@ impl CellRow {
         self.token_rate_vs_sd_pct = Some(100.0 * (self.token_rate / sd.token_rate - 1.0));
     }
 
+    /// The scheme as written on the command line (`is:m=40:s=5`).
+    pub fn scheme_label(&self) -> String {
+        if self.scheme_params.is_empty() {
+            self.scheme.clone()
+        } else {
+            format!("{}:{}", self.scheme, self.scheme_params)
+        }
+    }
+
     /// The key of the group's SD baseline.
     pub fn group_key(&self) -> (String, String, u64) {
         (self.dataset.clone(), self.temp_set.clone(), self.seed)
     }
+}
+
+/// The mean of values that may be missing: none if any is missing (a mean
+/// over only the present ones would silently change what is measured).
+pub fn mean_if_complete(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let values: Option<Vec<f64>> = values.collect();
+    values.filter(|v| !v.is_empty()).map(|v| mean(&v))
 }
 
 pub fn mean(values: &[f64]) -> f64 {

@@ -16,44 +16,7 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub fn header() -> Vec<String> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     // Serialising one row writes the header first.
-    let sample = CellRow {
-        cell_id: String::new(),
-        dataset: String::new(),
-        template: String::new(),
-        kind: String::new(),
-        scheme: String::new(),
-        scheme_params: String::new(),
-        k: 0,
-        draft_len: 0,
-        draft_temps: String::new(),
-        temp_set: String::new(),
-        target_temp: 0.0,
-        top_p: 0.0,
-        top_k: 0,
-        max_new_tokens: 0,
-        seed: 0,
-        prompts: 0,
-        tokens: 0,
-        rounds: 0,
-        draft_calls: 0,
-        block_efficiency: 0.0,
-        block_efficiency_mean: 0.0,
-        block_efficiency_se: None,
-        round_tokens_mean: None,
-        token_rate: 0.0,
-        token_rate_mean: 0.0,
-        token_rate_se: None,
-        block_efficiency_vs_sd_pct: None,
-        token_rate_vs_sd_pct: None,
-        accept_by_depth: String::new(),
-        mean_accept: None,
-        mean_pstar: None,
-        nodes: 0,
-        select_us_per_token: None,
-        eos_prompts: 0,
-        gen_seconds: 0.0,
-        wall_seconds: 0.0,
-    };
+    let sample = CellRow::default();
     writer.serialize(&sample).expect("a row serialises");
     let bytes = writer.into_inner().expect("in-memory writer");
     let text = String::from_utf8(bytes).expect("utf-8");

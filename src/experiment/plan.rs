@@ -10,8 +10,9 @@ use anyhow::{Result, bail};
 
 use super::config::Config;
 use crate::data::Dataset;
+use crate::decode::drafts_of;
 use crate::dist::Dist;
-use crate::select::{Drafts, Scheme, build, build_list};
+use crate::select::{Scheme, build, build_list};
 
 /// What a cell runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -114,7 +115,8 @@ impl Plan {
         );
         let mut plan = Plan::default();
         let mut group = 0;
-        for dataset in config.datasets()? {
+        let datasets = config.datasets()?;
+        for &dataset in &datasets {
             for &seed in &config.sweep.seeds {
                 plan.cells.push(Cell {
                     id: format!("{}/target/seed{seed}", dataset.name()),
@@ -170,9 +172,7 @@ impl Plan {
                                     temps.clone(),
                                 )),
                                 Err(reason) => {
-                                    if seed == config.sweep.seeds[0]
-                                        && dataset == config.datasets()?[0]
-                                    {
+                                    if seed == config.sweep.seeds[0] && dataset == datasets[0] {
                                         plan.skipped.push(Skipped {
                                             scheme: scheme.label(),
                                             k,
@@ -216,12 +216,9 @@ impl Plan {
 fn supports(scheme: &dyn Scheme, temps: &[f64]) -> Result<(), String> {
     let q = Dist::from_trusted(vec![0.5, 0.5]);
     let identical = temps.windows(2).all(|w| w[0] == w[1]);
-    let drafts = if identical {
-        Drafts::identical(&q, temps.len())
-    } else {
-        Drafts::independent(vec![&q; temps.len()])
-    };
-    scheme.supports(&drafts).map_err(|e| e.message)
+    scheme
+        .supports(&drafts_of(&vec![&q; temps.len()], identical))
+        .map_err(|e| e.message)
 }
 
 /// Parses `--shard i/N` (1 ≤ i ≤ N).

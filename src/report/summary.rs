@@ -4,20 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::experiment::metrics::{CellRow, mean, standard_deviation};
+use crate::experiment::metrics::{
+    CellRow, mean, mean_if_complete, standard_deviation, standard_error,
+};
 
 /// Seeds of one (dataset, temperatures, K, scheme).
 struct Line<'a> {
     rows: Vec<&'a CellRow>,
-}
-
-fn average(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let values: Vec<Option<f64>> = values.collect();
-    if values.is_empty() || values.iter().any(Option::is_none) {
-        return None;
-    }
-    let values: Vec<f64> = values.into_iter().flatten().collect();
-    Some(mean(&values))
 }
 
 fn cell(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
@@ -35,11 +28,7 @@ pub fn summary_table(rows: &[CellRow]) -> String {
     let mut lines: BTreeMap<(String, String, usize, usize, String), Line> = BTreeMap::new();
     let mut order: Vec<(String, String, usize, usize, String)> = Vec::new();
     for row in rows {
-        let label = if row.scheme_params.is_empty() {
-            row.scheme.clone()
-        } else {
-            format!("{}:{}", row.scheme, row.scheme_params)
-        };
+        let label = row.scheme_label();
         let key = (
             row.dataset.clone(),
             row.temp_set.clone(),
@@ -90,22 +79,24 @@ pub fn summary_table(rows: &[CellRow]) -> String {
             format!("{:.3}", mean(&be)),
             cell(standard_deviation(&be), |v| format!("{v:.3}")),
             cell(
-                average(line.rows.iter().map(|r| r.block_efficiency_vs_sd_pct)),
+                mean_if_complete(line.rows.iter().map(|r| r.block_efficiency_vs_sd_pct)),
                 |v| format!("{v:+.1}%"),
             ),
             format!("{:.0}", mean(&tr)),
             cell(
-                average(line.rows.iter().map(|r| r.token_rate_vs_sd_pct)),
+                mean_if_complete(line.rows.iter().map(|r| r.token_rate_vs_sd_pct)),
                 |v| format!("{v:+.1}%"),
             ),
-            cell(average(line.rows.iter().map(|r| r.mean_accept)), |v| {
-                format!("{v:.4}")
-            }),
-            cell(average(line.rows.iter().map(|r| r.mean_pstar)), |v| {
-                format!("{v:.4}")
-            }),
             cell(
-                average(line.rows.iter().map(|r| r.select_us_per_token)),
+                mean_if_complete(line.rows.iter().map(|r| r.mean_accept)),
+                |v| format!("{v:.4}"),
+            ),
+            cell(
+                mean_if_complete(line.rows.iter().map(|r| r.mean_pstar)),
+                |v| format!("{v:.4}"),
+            ),
+            cell(
+                mean_if_complete(line.rows.iter().map(|r| r.select_us_per_token)),
                 |v| format!("{v:.1}"),
             ),
         ]);
@@ -122,12 +113,7 @@ pub fn pooled_vs_sd(rows: &[CellRow]) -> String {
         let Some(gain) = row.block_efficiency_vs_sd_pct else {
             continue;
         };
-        let label = if row.scheme_params.is_empty() {
-            row.scheme.clone()
-        } else {
-            format!("{}:{}", row.scheme, row.scheme_params)
-        };
-        let key = (row.k, label);
+        let key = (row.k, row.scheme_label());
         match by_scheme.iter_mut().find(|(k, _)| *k == key) {
             Some((_, gains)) => gains.push(gain),
             None => by_scheme.push((key, vec![gain])),
@@ -152,9 +138,7 @@ pub fn pooled_vs_sd(rows: &[CellRow]) -> String {
             label.clone(),
             gains.len().to_string(),
             format!("{:+.1}%", mean(gains)),
-            cell(crate::experiment::metrics::standard_error(gains), |v| {
-                format!("{v:.1}%")
-            }),
+            cell(standard_error(gains), |v| format!("{v:.1}%")),
             gains.iter().filter(|&&g| g > 0.0).count().to_string(),
         ]);
     }

@@ -237,10 +237,14 @@ pub(crate) fn add_residual_law(law: &mut [f64], weight: f64, p: &Dist, minus: im
 /// The drafts a scheme runs on at a node: all of them, or the first
 /// [`Scheme::max_drafts`] (so single-draft SD is the baseline on draft 1).
 pub fn drafts_for<'a>(scheme: &dyn Scheme, drafts: &Drafts<'a>) -> Drafts<'a> {
-    match scheme.max_drafts() {
-        Some(max) if max < drafts.k() => drafts.first(max),
-        _ => drafts.clone(),
-    }
+    drafts.first(drafts_used(scheme, drafts.k()))
+}
+
+/// How many of `available` drafts the scheme runs on.
+pub fn drafts_used(scheme: &dyn Scheme, available: usize) -> usize {
+    scheme
+        .max_drafts()
+        .map_or(available, |max| max.min(available))
 }
 
 /// The input tokens, each once, in order of first appearance.
