@@ -166,6 +166,33 @@ pub struct AcceptArgs {
 pub enum BenchCommand {
     /// Per-token prepare + select time of each scheme at a realistic node.
     Select(BenchSelectArgs),
+    /// The optimal sampler (Global Resolution) and ERSD at full vocabularies:
+    /// time per token, marginal error, acceptance gap, fallbacks.
+    Optimal(BenchOptimalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchOptimalArgs {
+    /// Vocabulary sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "50272,128256")]
+    pub vocabs: Vec<usize>,
+    /// Numbers of drafts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
+    pub drafts: Vec<usize>,
+    /// Truncations of both models: `p0.95` (top-p) or a top-k like `10`.
+    #[arg(long, value_delimiter = ',', default_value = "p0.95,10,100,1000")]
+    pub truncations: Vec<String>,
+    /// Random nodes per cell.
+    #[arg(long, default_value_t = 40)]
+    pub nodes: usize,
+    /// Input sets per Luce program (the `optimal:sets=` parameter).
+    #[arg(long)]
+    pub sets: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

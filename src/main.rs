@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use specbench::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
 use specbench::bench::{BenchOptions, bench_select};
 use specbench::cli::{BenchCommand, Cli, Command, RunArgs, TheoryCommand};
 use specbench::experiment::merge::merge;
@@ -114,6 +115,38 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 print!("{}", report.to_table());
             }
         }
+        Command::Bench {
+            command: BenchCommand::Optimal(args),
+        } => {
+            let mut options = OptimalBenchOptions {
+                vocabs: args.vocabs,
+                drafts: args.drafts,
+                nodes: args.nodes,
+                seed: args.seed,
+                ..OptimalBenchOptions::default()
+            };
+            if let Some(sets) = args.sets {
+                options.settings.set_budget = sets;
+            }
+            options.truncations = args
+                .truncations
+                .iter()
+                .map(|t| parse_truncation(t))
+                .collect::<Result<_, _>>()?;
+            if options.drafts.iter().any(|&k| k < 2)
+                || options.nodes == 0
+                || options.settings.set_budget == 0
+                || options.vocabs.iter().any(|&v| v < 2)
+            {
+                return Err("--drafts must be at least 2, --vocabs at least 2, --nodes and --sets at least 1".into());
+            }
+            let rows = bench_optimal(&options);
+            if args.json {
+                println!("{}", json(&rows)?);
+            } else {
+                print!("{}", optimal_table(&rows, &options.settings));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -177,4 +210,17 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         report.out_dir.display()
     );
     Ok(())
+}
+
+/// `p0.95` → top-p (the only nucleus the bench uses), `100` → top-k 100.
+fn parse_truncation(text: &str) -> Result<Option<usize>, String> {
+    if text == "p0.95" {
+        return Ok(None);
+    }
+    match text.parse::<usize>() {
+        Ok(k) if k >= 1 => Ok(Some(k)),
+        _ => Err(format!(
+            "truncation '{text}' is neither p0.95 nor a top-k >= 1: write e.g. --truncations p0.95,10,100"
+        )),
+    }
 }

@@ -131,7 +131,8 @@ fn cases() -> Vec<Case> {
 #[test]
 fn every_scheme_emits_the_target_law_over_a_whole_round() {
     let cases = cases();
-    for info in catalogue() {
+    // ERSD rounds are a function of the shared race: tests/race.rs.
+    for info in catalogue().iter().filter(|info| info.id != "ersd") {
         let scheme = build(info.id).unwrap();
         let mut checked = 0;
         for case in &cases {

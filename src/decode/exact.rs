@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::drafts_of;
 use crate::dist::Dist;
-use crate::select::{Scheme, SchemeError, drafts_used};
+use crate::select::block::BlockVerifier;
+use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};
 
 /// The laws a round sees: the target's and each draft row's next-token law
 /// after any prefix (prompt included).
@@ -31,6 +32,15 @@ pub fn round_law(
     prompt: &[u32],
     length: usize,
 ) -> Result<StringLaw, SchemeError> {
+    match scheme.decoding() {
+        Decoding::Walk => {}
+        Decoding::Block => return Ok(block_round_law(models, prompt, length)),
+        Decoding::Race => {
+            return fail(
+                "ersd rounds are a deterministic function of the shared race: test them against race sampling",
+            );
+        }
+    }
     let k = drafts_used(scheme, models.drafts);
     let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
     let first_refs: Vec<&Dist> = firsts.iter().collect();
@@ -179,4 +189,51 @@ pub fn target_law(target: &dyn Fn(&[u32]) -> Dist, prompt: &[u32], total: usize)
     let mut start = StringLaw::new();
     start.insert(Vec::new(), 1.0);
     extend_with_target(&start, target, prompt, total)
+}
+
+/// The round law of block verification (K = 1, γ = `length`): every draft
+/// chain, every kept prefix τ with its probability, every next token.
+pub fn block_round_law(models: &RoundModels, prompt: &[u32], length: usize) -> StringLaw {
+    let mut law = StringLaw::new();
+    let mut chains: Vec<(Vec<u32>, Vec<Dist>, f64)> = vec![(Vec::new(), Vec::new(), 1.0)];
+    for _ in 0..length {
+        let mut next = Vec::new();
+        for (chain, laws, prob) in chains {
+            let prefix: Vec<u32> = prompt.iter().chain(&chain).copied().collect();
+            let q = (models.draft)(0, &prefix);
+            for &x in q.support() {
+                let mut c = chain.clone();
+                c.push(x);
+                let mut l = laws.clone();
+                l.push(q.clone());
+                next.push((c, l, prob * q.get(x)));
+            }
+        }
+        chains = next;
+    }
+    for (chain, q_laws, prob) in chains {
+        let p_laws: Vec<Dist> = (0..=length)
+            .map(|t| {
+                let prefix: Vec<u32> = prompt.iter().chain(&chain[..t]).copied().collect();
+                (models.target)(&prefix)
+            })
+            .collect();
+        let verifier = BlockVerifier {
+            p: p_laws.iter().collect(),
+            q: q_laws.iter().collect(),
+            tokens: &chain,
+        };
+        let weights = verifier.weights();
+        for (tau, keep) in verifier.keep_law(&weights).into_iter().enumerate() {
+            if keep == 0.0 {
+                continue;
+            }
+            for (y, py) in verifier.next_law(&weights, tau) {
+                let mut emitted = chain[..tau].to_vec();
+                emitted.push(y);
+                *law.entry(emitted).or_insert(0.0) += prob * keep * py;
+            }
+        }
+    }
+    law
 }

@@ -6,7 +6,9 @@
 //! back to the accepted prefix, keeping the draft row that survived.
 //! [`autoregressive`] is the target-only baseline.
 
+pub mod block;
 pub mod exact;
+pub mod race;
 pub mod walk;
 
 use std::rc::Rc;
@@ -18,7 +20,7 @@ use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar;
-use crate::select::{Drafts, Scheme, drafts_used};
+use crate::select::{Decoding, Drafts, Scheme, drafts_used};
 
 pub use walk::surviving_rows;
 
@@ -95,6 +97,9 @@ pub struct Generation {
     pub seconds: f64,
     /// Time in the scheme (`prepare` + `select`).
     pub selection_seconds: f64,
+    /// Nodes where the scheme ran an exact substitute or fell short of its
+    /// own optimum ([`crate::select::Prepared::fallback`]).
+    pub fallbacks: usize,
 }
 
 /// Decodes `prompt` with K drafts and `scheme`. Both models are reset first.
@@ -106,6 +111,16 @@ pub fn generate(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
+    match scheme.decoding() {
+        Decoding::Walk => {}
+        Decoding::Race => {
+            if !config.identical_drafts() {
+                bail!("ersd needs identical drafts (one draft temperature)");
+            }
+            return race::generate(target, draft, prompt, config, rng);
+        }
+        Decoding::Block => return block::generate(target, draft, prompt, config, rng),
+    }
     check_pair(target, draft, prompt, config)?;
     let k = drafts_used(scheme, config.drafts.len());
     let identical = config.identical_drafts();
@@ -196,6 +211,7 @@ pub fn generate(
                 .with_context(|| format!("{} at depth {}", scheme.label(), t + 1))?;
             let y = prepared.select(&inputs, rng);
             let took = began.elapsed();
+            out.fallbacks += usize::from(prepared.fallback());
             selecting += took;
             round.selection_us += took.as_secs_f64() * 1e6;
             if config.log_nodes {
@@ -281,13 +297,17 @@ pub fn autoregressive(
 
 /// Keeps the surviving row and drops every cached position past the new
 /// context but its last token (which the next round feeds).
-fn roll_back(model: &mut dyn CausalLm, survivor: usize, context_len: usize) -> Result<()> {
+pub(crate) fn roll_back(
+    model: &mut dyn CausalLm,
+    survivor: usize,
+    context_len: usize,
+) -> Result<()> {
     model.select_rows(&[survivor])?;
     let keep = model.cached_len().min(context_len - 1);
     model.truncate(keep)
 }
 
-fn check_pair(
+pub(crate) fn check_pair(
     target: &dyn CausalLm,
     draft: &dyn CausalLm,
     prompt: &[u32],
@@ -349,7 +369,7 @@ fn node_pstar(p: &Dist, drafts: &Drafts) -> Option<f64> {
     }
 }
 
-fn process(processing: &Processing, logits: &[f32], which: &str) -> Result<Dist> {
+pub(crate) fn process(processing: &Processing, logits: &[f32], which: &str) -> Result<Dist> {
     processing
         .apply(logits)
         .map_err(|e| anyhow::anyhow!("{which} model: {e}"))

@@ -42,6 +42,7 @@ pub struct CellRow {
     pub mean_accept: Option<f64>,
     pub mean_pstar: Option<f64>,
     pub nodes: usize,
+    pub fallbacks: usize,
     pub select_us_per_token: Option<f64>,
     pub eos_prompts: usize,
     pub gen_seconds: f64,
@@ -144,6 +145,7 @@ impl CellRow {
             mean_accept,
             mean_pstar,
             nodes: nodes.len(),
+            fallbacks: generations.iter().map(|g| g.fallbacks).sum(),
             select_us_per_token: (!all_rounds.is_empty())
                 .then(|| selection * 1e6 / tokens.max(1) as f64),
             eos_prompts,

@@ -152,6 +152,16 @@ impl Plan {
                     };
                     plan.cells
                         .push(cell(CellKind::Sd, sd.as_ref(), vec![set.first()]));
+                    // Other single-draft schemes (block verification) run
+                    // once per group on draft 1, beside the SD baseline.
+                    if let TempSet::Identical(t) = set {
+                        for scheme in &schemes {
+                            if scheme.max_drafts() == Some(1) && scheme.id() != sd.id() {
+                                plan.cells
+                                    .push(cell(CellKind::Scheme, scheme.as_ref(), vec![*t]));
+                            }
+                        }
+                    }
                     let ks: Vec<usize> = match set {
                         TempSet::Identical(_) => config.sweep.drafts.clone(),
                         TempSet::Pair(_) => vec![2],

@@ -13,12 +13,14 @@
 //!   one exists.
 
 pub mod baselines;
+pub mod block;
 pub mod draft;
 pub mod flow;
 pub mod greedy;
 pub mod importance;
 pub mod optimal;
 pub mod pair;
+pub mod race;
 pub mod registry;
 pub mod rsd;
 pub mod single;
@@ -128,6 +130,18 @@ impl<'a> Drafts<'a> {
     }
 }
 
+/// How the decode engine runs a scheme over a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decoding {
+    /// K drafted sequences, the token-level scheme at every node of the walk.
+    Walk,
+    /// Exponential races shared by drafter and verifier (ERSD).
+    Race,
+    /// One draft chain verified as a block (block verification).
+    Block,
+}
+
 /// A token-level selection scheme (see the module docs for the protocol).
 pub trait Scheme: Send + Sync + fmt::Debug {
     /// The registry name (`single`, `specinfer`, `is`, …).
@@ -141,6 +155,11 @@ pub trait Scheme: Send + Sync + fmt::Debug {
     /// How the inputs must be drafted for this scheme to be exact.
     fn draft_law(&self) -> DraftLaw {
         DraftLaw::Independent
+    }
+
+    /// How a round runs this scheme (most schemes: the walk).
+    fn decoding(&self) -> Decoding {
+        Decoding::Walk
     }
 
     /// The most drafts the scheme takes, if limited (single-draft SD: 1).
@@ -179,6 +198,13 @@ pub trait Prepared {
     /// Two-step schemes: `Σ_y min(p_y, p_I(y))`, a lower bound on landing.
     fn selection_acceptance(&self) -> Option<f64> {
         None
+    }
+
+    /// The scheme could not run its own rule at this node (a size limit)
+    /// and ran an exact substitute, or ran it short of its optimum. Runs
+    /// count these nodes.
+    fn fallback(&self) -> bool {
+        false
     }
 }
 

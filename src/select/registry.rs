@@ -2,9 +2,12 @@
 //! (`is:m=20:s=10`, `spectr:rho=1.6`); lists are comma-separated.
 
 use super::baselines::{Nss, SdFirst};
+use super::block::Block;
 use super::greedy::Greedy;
 use super::importance::{DEFAULT_ALPHABET, DEFAULT_LP, ImportanceSampling};
 use super::optimal::Optimal;
+use super::optimal::global::{DEFAULT_SET_BUDGET, DEFAULT_TOLERANCE, GrSettings};
+use super::race::Ersd;
 use super::rsd::Rsd;
 use super::single::Single;
 use super::specinfer::SpecInfer;
@@ -141,12 +144,41 @@ pub fn catalogue() -> Vec<SchemeInfo> {
         ),
         info(
             "optimal",
-            "oracle sampler attaining P* (max-flow on input sets; small supports only)",
-            vec![],
+            "sampler attaining P*: Global Resolution (exact mode) for identical drafts, max-flow oracle for non-identical; counted exact fallbacks",
+            vec![
+                ParamInfo {
+                    name: "sets",
+                    default: DEFAULT_SET_BUDGET.to_string(),
+                    help: "input sets per Luce program; tokens beyond it share a tail item",
+                },
+                ParamInfo {
+                    name: "tol",
+                    default: format!("{DEFAULT_TOLERANCE:e}"),
+                    help: "L1 gradient target and the acceptance gap to P* that counts as optimal",
+                },
+            ],
             both,
             ">= 1",
             DraftLaw::Independent,
             "P*",
+        ),
+        info(
+            "ersd",
+            "exponential races (Kobus & Gündüz): drafts are the first arrivals, the target's race winner is emitted",
+            vec![],
+            identical,
+            ">= 1",
+            DraftLaw::WithoutReplacement,
+            "Pr[R ≤ K] (rank law of the target winner)",
+        ),
+        info(
+            "block",
+            "block verification (Sun et al.) of one draft chain; keeps the last success",
+            vec![],
+            "-",
+            "1",
+            DraftLaw::Independent,
+            "≥ SD's per round (no simple form); 1 − TV at one node",
         ),
     ];
     for variant in Variant::ALL {
@@ -253,7 +285,28 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
             whole("s", DEFAULT_LP)?,
         )?),
         "greedy" => Box::new(Greedy),
-        "optimal" => Box::new(Optimal),
+        "ersd" => Box::new(Ersd),
+        "block" => Box::new(Block),
+        "optimal" => {
+            let tolerance = match get("tol") {
+                None => DEFAULT_TOLERANCE,
+                Some(v) => match v.parse::<f64>() {
+                    Ok(t) if t.is_finite() && t > 0.0 => t,
+                    _ => return fail(format!("optimal:tol={v}: tol must be a number > 0")),
+                },
+            };
+            let set_budget = whole("sets", DEFAULT_SET_BUDGET)?;
+            if set_budget == 0 {
+                return fail("optimal:sets=0: the set budget must be at least 1");
+            }
+            Box::new(Optimal {
+                settings: GrSettings {
+                    tolerance,
+                    set_budget,
+                    ..GrSettings::default()
+                },
+            })
+        }
         other => {
             let variant = Variant::ALL
                 .into_iter()

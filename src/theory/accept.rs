@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::dist::Dist;
-use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
+use crate::select::race::{landing_probability, rank_law};
+use crate::select::{Decoding, DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 
 use super::{ENUMERATION_LIMIT, exact_outcome, optimum};
 
@@ -28,6 +29,8 @@ pub enum Method {
     Enumerated,
     /// The scheme's closed form (the tuple space was too large to enumerate).
     ClosedForm,
+    /// ERSD: `Pr[R ≤ K]` from the rank law of the target's race winner.
+    RankLaw,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -92,6 +95,7 @@ impl AcceptReport {
             let method = match row.method {
                 Method::Enumerated => "enumerated",
                 Method::ClosedForm => "closed form",
+                Method::RankLaw => "rank law",
             };
             let _ = writeln!(
                 out,
@@ -222,6 +226,18 @@ fn row(
 ) -> Result<AcceptRow, String> {
     let law = scheme.draft_law();
     let context = |e: crate::select::SchemeError| format!("{name}: {e}");
+    if scheme.decoding() == Decoding::Race {
+        let ranks = rank_law(p, drafts.law(0), drafts.k());
+        return Ok(AcceptRow {
+            scheme: name.to_string(),
+            draft_law: law,
+            drafts: drafts.k(),
+            landing: landing_probability(&ranks, drafts.k()),
+            method: Method::RankLaw,
+            selection: None,
+            optimum,
+        });
+    }
     let (landing, method, selection) = match exact_outcome(scheme, p, drafts) {
         Ok(exact) => (exact.landing, Method::Enumerated, exact.selection),
         Err(too_large) => {

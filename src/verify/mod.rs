@@ -13,6 +13,7 @@
 
 pub mod gtest;
 pub mod instances;
+pub mod race;
 
 use std::fmt::Write as _;
 
@@ -170,6 +171,9 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
+    if scheme.decoding() == crate::select::Decoding::Race {
+        return race::check_race_scheme(scheme, options);
+    }
     let instances = instances_for(scheme, options.seed, options.instances);
     let enumeration = enumeration_check(scheme, &instances);
     let mut failures = enumeration.failures.clone();

@@ -8,7 +8,9 @@
 //! * [`pstar_bruteforce`]: every subset (V ≤ 20), for tests;
 //! * [`lp::pstar_lp`]: the full optimal-transport LP, an independent oracle.
 
+pub mod global;
 pub mod lp;
+pub mod luce;
 pub mod oracle;
 
 use std::collections::BTreeMap;

@@ -1,26 +1,48 @@
-//! `optimal`: the oracle sampler of `SCHEMES.md` h for small supports.
+//! `optimal`: a sampler that attains `P*` (`SCHEMES.md` h, i).
 //!
-//! A maximum transport plan `f` between `p` and the input-set law becomes a
-//! selection rule, `α_y(σ) = (f_{y,σ} + leftover_σ·[y = min σ]) / m_σ`, run
-//! through the two-step sampler: exact for any `f`, and its selection
-//! acceptance is `P*` when `f` is optimal. It enumerates the input tuples,
-//! so it is limited to small supports (`TUPLE_LIMIT`).
+//! * **Identical drafts**: Global Resolution in exact mode ([`super::global`])
+//!   at any support size. Nodes where truncation or the solver leave the
+//!   selection acceptance more than the tolerance below `α*` are counted as
+//!   fallbacks; the output law is exact either way.
+//! * **Non-identical drafts**: a maximum transport plan `f` between `p` and
+//!   the input-set law becomes a selection rule,
+//!   `α_y(σ) = (f_{y,σ} + leftover_σ·[y = min σ]) / m_σ`, run through the
+//!   two-step sampler (exact for any `f`; selection acceptance `P*` when `f`
+//!   is optimal). It enumerates input tuples, so beyond `TUPLE_LIMIT` the
+//!   node falls back to SpecInfer (exact, counted).
 
 use std::collections::HashMap;
 
 use crate::dist::{Dist, sample_with};
 use crate::rng::SpecRng;
 
+use super::super::single::SpecDecoding;
+use super::super::specinfer::SpecInfer;
 use super::super::two_step::{SelectionRule, TwoStep};
 use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::global::{GlobalResolution, GrSettings};
 use super::{SetMasses, input_set, pstar_flow};
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Optimal;
+pub struct Optimal {
+    pub settings: GrSettings,
+}
 
 impl Scheme for Optimal {
     fn id(&self) -> &'static str {
         "optimal"
+    }
+
+    fn label(&self) -> String {
+        let defaults = GrSettings::default();
+        let mut label = self.id().to_string();
+        if self.settings.set_budget != defaults.set_budget {
+            label.push_str(&format!(":sets={}", self.settings.set_budget));
+        }
+        if self.settings.tolerance != defaults.tolerance {
+            label.push_str(&format!(":tol={:e}", self.settings.tolerance));
+        }
+        label
     }
 
     fn prepare<'a>(
@@ -29,39 +51,128 @@ impl Scheme for Optimal {
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
         check_vocab(p, drafts)?;
-        let sets = SetMasses::of(DraftLaw::Independent, drafts)?;
-        let plan = pstar_flow(p, &sets);
-        let mut alphas = HashMap::with_capacity(sets.sets.len());
-        let mut intermediate: HashMap<u32, f64> = HashMap::new();
-        for ((set, mass), flows) in sets.sets.into_iter().zip(plan.flows) {
-            let routed: f64 = flows.iter().map(|f| f.1).sum();
-            let leftover = (mass - routed).max(0.0);
-            let mut alpha: Vec<(u32, f64)> = set.iter().map(|&y| (y, 0.0)).collect();
-            for (y, flow) in flows {
-                alpha
-                    .iter_mut()
-                    .find(|a| a.0 == y)
-                    .expect("flow into the set")
-                    .1 += flow;
-            }
-            alpha[0].1 += leftover; // the set is sorted: index 0 is the smallest id
-            for entry in &mut alpha {
-                *intermediate.entry(entry.0).or_insert(0.0) += entry.1;
-                entry.1 /= mass;
-            }
-            alphas.insert(set, alpha);
-        }
-        Ok(Box::new(OptimalNode {
-            two_step: TwoStep {
+        if drafts.k() == 1 {
+            // One draft: the optimum is 1 − TV, attained by SD.
+            return Ok(Box::new(SpecDecoding {
                 p,
-                rule: OracleRule {
-                    alphas,
-                    intermediate,
+                q: drafts.law(0),
+            }));
+        }
+        if drafts.is_identical() {
+            let rule = GlobalResolution::prepare(p, drafts.law(0), drafts.k(), &self.settings);
+            let fallback = rule.stats.gap() > self.settings.tolerance;
+            return Ok(Box::new(GrNode {
+                two_step: TwoStep {
+                    p,
+                    rule: GrRule(rule),
                 },
-            },
-            pstar: plan.value,
-        }))
+                fallback,
+            }));
+        }
+        match SetMasses::of(DraftLaw::Independent, drafts) {
+            Ok(sets) => Ok(flow_oracle(p, sets)),
+            Err(e) if e.too_large => Ok(Box::new(Fallback(SpecInfer.prepare(p, drafts)?))),
+            Err(e) => Err(e),
+        }
     }
+}
+
+/// The Global Resolution rule as a two-step selection rule.
+struct GrRule(GlobalResolution);
+
+impl SelectionRule for GrRule {
+    fn choose(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let alpha = self.0.alpha(inputs);
+        let i = sample_with(alpha.len(), |i| alpha[i].1, rng.uniform()).unwrap_or(0);
+        alpha[i].0
+    }
+
+    fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        self.0.alpha(inputs)
+    }
+
+    fn intermediate(&self, y: u32) -> f64 {
+        self.0.intermediate(y)
+    }
+}
+
+struct GrNode<'a> {
+    two_step: TwoStep<'a, GrRule>,
+    fallback: bool,
+}
+
+impl Prepared for GrNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
+    }
+
+    fn selection_acceptance(&self) -> Option<f64> {
+        Some(self.two_step.rule.0.stats.selection_acceptance)
+    }
+
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+}
+
+/// A node the optimal sampler could not afford: an exact scheme in its place.
+struct Fallback<'a>(Box<dyn Prepared + 'a>);
+
+impl Prepared for Fallback<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.0.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.0.conditional_law(inputs)
+    }
+
+    fn acceptance(&self) -> Option<f64> {
+        self.0.acceptance()
+    }
+
+    fn fallback(&self) -> bool {
+        true
+    }
+}
+
+/// The max-flow oracle for small supports (any independent drafts).
+fn flow_oracle<'a>(p: &'a Dist, sets: SetMasses) -> Box<dyn Prepared + 'a> {
+    let plan = pstar_flow(p, &sets);
+    let mut alphas = HashMap::with_capacity(sets.sets.len());
+    let mut intermediate: HashMap<u32, f64> = HashMap::new();
+    for ((set, mass), flows) in sets.sets.into_iter().zip(plan.flows) {
+        let routed: f64 = flows.iter().map(|f| f.1).sum();
+        let leftover = (mass - routed).max(0.0);
+        let mut alpha: Vec<(u32, f64)> = set.iter().map(|&y| (y, 0.0)).collect();
+        for (y, flow) in flows {
+            alpha
+                .iter_mut()
+                .find(|a| a.0 == y)
+                .expect("flow into the set")
+                .1 += flow;
+        }
+        alpha[0].1 += leftover; // the set is sorted: index 0 is the smallest id
+        for entry in &mut alpha {
+            *intermediate.entry(entry.0).or_insert(0.0) += entry.1;
+            entry.1 /= mass;
+        }
+        alphas.insert(set, alpha);
+    }
+    Box::new(OptimalNode {
+        two_step: TwoStep {
+            p,
+            rule: OracleRule {
+                alphas,
+                intermediate,
+            },
+        },
+        pstar: plan.value,
+    })
 }
 
 struct OracleRule {

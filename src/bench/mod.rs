@@ -2,6 +2,8 @@
 //! node. In a decoding loop every token position is a fresh node, so one
 //! "token" is `prepare` + `select` on a drafted tuple.
 
+pub mod optimal;
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;

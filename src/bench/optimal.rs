@@ -1,0 +1,201 @@
+//! `specbench bench optimal`: per-token cost of the `optimal` sampler
+//! (Global Resolution, exact mode) and of ERSD at full vocabularies, with
+//! what each node achieved: the plan's marginal error (L1 gradient), the
+//! acceptance gap to `P*` and the fallback count.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::time::Instant;
+
+use crate::rng::SpecRng;
+use crate::select::optimal::Optimal;
+use crate::select::optimal::global::{GlobalResolution, GrSettings};
+use crate::select::race::{Race, first_arrivals, race_winner};
+use crate::select::{DraftLaw, Drafts, Scheme};
+use crate::verify::instances::{Instance, Realism, realistic_instance};
+
+#[derive(Clone, Debug)]
+pub struct OptimalBenchOptions {
+    pub vocabs: Vec<usize>,
+    pub drafts: Vec<usize>,
+    /// Truncations: `None` = top-p 0.95, `Some(k)` = top-k k.
+    pub truncations: Vec<Option<usize>>,
+    pub nodes: usize,
+    pub settings: GrSettings,
+    pub seed: u64,
+}
+
+impl Default for OptimalBenchOptions {
+    fn default() -> Self {
+        Self {
+            vocabs: vec![50272, 128256],
+            drafts: vec![2, 4, 8],
+            truncations: vec![None, Some(10), Some(100), Some(1000)],
+            nodes: 40,
+            settings: GrSettings::default(),
+            seed: 1,
+        }
+    }
+}
+
+/// One (V, truncation, K) cell of the table.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OptimalRow {
+    pub vocab: usize,
+    pub truncation: String,
+    pub k: usize,
+    pub median_draft_support: usize,
+    /// Median and slowest per-token time (prepare + select), µs.
+    pub median_us: f64,
+    pub max_us: f64,
+    /// Largest L1 gradient (the plan's marginal error in paper mode).
+    pub max_gradient_l1: f64,
+    /// Largest `α* − Σ min(p, p_I)` (acceptance the node left on the table).
+    pub max_gap: f64,
+    pub mean_alpha_star: f64,
+    pub mean_selection_acceptance: f64,
+    /// Nodes whose gap exceeded the tolerance (exact, not optimal).
+    pub fallbacks: usize,
+    pub nodes: usize,
+    /// Largest `|Σ_y p_I(y) − 1|`: the rounding in the exact mode's law.
+    pub max_intermediate_error: f64,
+    /// ERSD per token: race winner under p + first K arrivals under q, µs.
+    pub ersd_median_us: f64,
+}
+
+pub fn bench_optimal(options: &OptimalBenchOptions) -> Vec<OptimalRow> {
+    let mut rows = Vec::new();
+    for &vocab in &options.vocabs {
+        for &truncation in &options.truncations {
+            let shape = Realism {
+                vocab,
+                top_k: truncation,
+                top_p: if truncation.is_some() { 1.0 } else { 0.95 },
+                ..Realism::default()
+            };
+            for &k in &options.drafts {
+                let mut rng = SpecRng::derive(options.seed, &[vocab as u64, k as u64]);
+                let nodes: Vec<Instance> = (0..options.nodes)
+                    .map(|_| realistic_instance(&mut rng, &shape, k, &[1.0]))
+                    .collect();
+                rows.push(bench_cell(&nodes, vocab, truncation, k, options, &mut rng));
+            }
+        }
+    }
+    rows
+}
+
+fn bench_cell(
+    nodes: &[Instance],
+    vocab: usize,
+    truncation: Option<usize>,
+    k: usize,
+    options: &OptimalBenchOptions,
+    rng: &mut SpecRng,
+) -> OptimalRow {
+    let scheme = Optimal {
+        settings: options.settings,
+    };
+    let mut times = Vec::new();
+    let mut race_times = Vec::new();
+    let mut supports = Vec::new();
+    let mut row = OptimalRow {
+        vocab,
+        truncation: truncation.map_or("top-p 0.95".into(), |t| format!("top-k {t}")),
+        k,
+        median_draft_support: 0,
+        median_us: 0.0,
+        max_us: 0.0,
+        max_gradient_l1: 0.0,
+        max_gap: 0.0,
+        mean_alpha_star: 0.0,
+        mean_selection_acceptance: 0.0,
+        fallbacks: 0,
+        nodes: nodes.len(),
+        max_intermediate_error: 0.0,
+        ersd_median_us: 0.0,
+    };
+    for node in nodes {
+        let q = &node.qs[0];
+        supports.push(q.support().len() as f64);
+        let drafts = Drafts::identical(q, k);
+        let tuple = DraftLaw::Independent.sampler(&drafts).draw(rng);
+        let start = Instant::now();
+        let prepared = scheme
+            .prepare(&node.p, &drafts)
+            .expect("optimal never fails");
+        black_box(prepared.select(black_box(&tuple), rng));
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        row.fallbacks += usize::from(prepared.fallback());
+
+        let gr = GlobalResolution::prepare(&node.p, q, k, &options.settings);
+        row.max_gradient_l1 = row.max_gradient_l1.max(gr.stats.gradient_l1);
+        row.max_gap = row.max_gap.max(gr.stats.gap());
+        row.mean_alpha_star += gr.stats.alpha_star / nodes.len() as f64;
+        row.mean_selection_acceptance += gr.stats.selection_acceptance / nodes.len() as f64;
+        let total: f64 = q.support().iter().map(|&y| gr.intermediate(y)).sum();
+        row.max_intermediate_error = row.max_intermediate_error.max((total - 1.0).abs());
+
+        let race = Race::new(rng.next_u64());
+        let start = Instant::now();
+        black_box(first_arrivals(&race, 0, q, k));
+        black_box(race_winner(&race, 0, &node.p));
+        race_times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    row.median_draft_support = median(&mut supports) as usize;
+    row.max_us = times.iter().copied().fold(0.0, f64::max);
+    row.median_us = median(&mut times);
+    row.ersd_median_us = median(&mut race_times);
+    row
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The README table.
+pub fn optimal_table(rows: &[OptimalRow], settings: &GrSettings) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "optimal (Global Resolution, exact mode; tol {:e}, {} sets per program) and ersd: per-token prepare + select",
+        settings.tolerance, settings.set_budget
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:<11} {:>2} {:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}",
+        "V",
+        "drafts",
+        "K",
+        "supp q",
+        "med µs",
+        "max µs",
+        "max ‖∇‖₁",
+        "max gap",
+        "P*",
+        "sel acc",
+        "fallback",
+        "ersd µs"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:>7} {:<11} {:>2} {:>8} {:>9.1} {:>9.1} {:>10.1e} {:>10.1e} {:>8.4} {:>8.4} {:>4}/{:<4} {:>10.1}",
+            r.vocab,
+            r.truncation,
+            r.k,
+            r.median_draft_support,
+            r.median_us,
+            r.max_us,
+            r.max_gradient_l1,
+            r.max_gap,
+            r.mean_alpha_star,
+            r.mean_selection_acceptance,
+            r.fallbacks,
+            r.nodes,
+            r.ersd_median_us
+        );
+    }
+    out
+}

@@ -1,0 +1,145 @@
+//! Block verification (Sun et al.; `SCHEMES.md` k) for one draft chain.
+//!
+//! It is a sequence-level verifier: the decode engine runs it over the whole
+//! chain ([`crate::decode::block`]). At a single node (γ = 1) it *is* SD, so
+//! its token-level form, used by `verify` and `theory accept`, is SD's rule.
+
+use crate::dist::Dist;
+
+use super::single::{Single, SpecDecoding};
+use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, check_vocab};
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Block;
+
+impl Scheme for Block {
+    fn id(&self) -> &'static str {
+        "block"
+    }
+
+    fn decoding(&self) -> Decoding {
+        Decoding::Block
+    }
+
+    fn max_drafts(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
+        Single.supports(drafts)
+    }
+
+    fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        check_vocab(p, drafts)?;
+        self.supports(drafts)?;
+        Ok(Box::new(SpecDecoding {
+            p,
+            q: drafts.law(0),
+        }))
+    }
+}
+
+/// The block-verification rule for one chain: which prefix to keep and the
+/// law of the token after it.
+///
+/// `ratios[i] = P(X_{i+1} | X^i) / Q(X_{i+1} | X^i)`; `p[i]`, `q[i]` are the
+/// target and draft laws at prefix `X^i` (`p` has γ + 1 entries, `q` γ).
+pub struct BlockVerifier<'a> {
+    pub p: Vec<&'a Dist>,
+    pub q: Vec<&'a Dist>,
+    pub tokens: &'a [u32],
+}
+
+/// The keep probabilities `h_1..h_γ` and running weights `w_0..w_γ`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockWeights {
+    pub w: Vec<f64>,
+    pub h: Vec<f64>,
+}
+
+impl BlockVerifier<'_> {
+    pub fn weights(&self) -> BlockWeights {
+        let gamma = self.tokens.len();
+        let mut w = vec![1.0; gamma + 1];
+        let mut h = vec![0.0; gamma + 1];
+        for i in 1..=gamma {
+            let x = self.tokens[i - 1];
+            let (px, qx) = (self.p[i - 1].get(x), self.q[i - 1].get(x));
+            // w_i = min(1, w_{i−1} p/q); q(x) > 0 because x was drafted from q.
+            w[i] = if px <= 0.0 {
+                0.0
+            } else {
+                (w[i - 1] * px / qx).min(1.0)
+            };
+            h[i] = if i < gamma {
+                let s = residual_mass(w[i], self.p[i], self.q[i]);
+                let denominator = s + 1.0 - w[i];
+                if denominator <= 0.0 {
+                    1.0
+                } else {
+                    s / denominator
+                }
+            } else {
+                w[gamma]
+            };
+        }
+        BlockWeights { w, h }
+    }
+
+    /// `Pr[τ = i]`, i = 0..γ: keep the *last* success.
+    pub fn keep_law(&self, weights: &BlockWeights) -> Vec<f64> {
+        let gamma = self.tokens.len();
+        let mut law = vec![0.0; gamma + 1];
+        let mut none_after = 1.0;
+        for i in (1..=gamma).rev() {
+            law[i] = weights.h[i] * none_after;
+            none_after *= 1.0 - weights.h[i];
+        }
+        law[0] = none_after;
+        law
+    }
+
+    /// Draws τ from uniforms `u_1..u_γ` (`u[i−1]` for position i).
+    pub fn keep(&self, weights: &BlockWeights, uniforms: &[f64]) -> usize {
+        (1..=self.tokens.len())
+            .rev()
+            .find(|&i| uniforms[i - 1] < weights.h[i])
+            .unwrap_or(0)
+    }
+
+    /// The law of the token after a kept prefix of length τ < γ:
+    /// `norm((w_τ P(·|X^τ) − Q(·|X^τ))_+)`; at τ = γ the bonus `P(·|X^γ)`.
+    /// A residual without mass (only through rounding) falls back to P.
+    pub fn next_law(&self, weights: &BlockWeights, tau: usize) -> Vec<(u32, f64)> {
+        let p = self.p[tau];
+        if tau == self.tokens.len() {
+            return p.support().iter().map(|&y| (y, p.get(y))).collect();
+        }
+        let q = self.q[tau];
+        let w = weights.w[tau];
+        let residual: Vec<(u32, f64)> = p
+            .support()
+            .iter()
+            .map(|&y| (y, (w * p.get(y) - q.get(y)).max(0.0)))
+            .filter(|r| r.1 > 0.0)
+            .collect();
+        let mass: f64 = residual.iter().map(|r| r.1).sum();
+        if mass > 0.0 {
+            residual.into_iter().map(|(y, r)| (y, r / mass)).collect()
+        } else {
+            p.support().iter().map(|&y| (y, p.get(y))).collect()
+        }
+    }
+}
+
+/// `Σ_x (w·p(x) − q(x))_+`.
+fn residual_mass(w: f64, p: &Dist, q: &Dist) -> f64 {
+    p.support()
+        .iter()
+        .map(|&x| (w * p.get(x) - q.get(x)).max(0.0))
+        .sum()
+}

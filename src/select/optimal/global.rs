@@ -1,0 +1,495 @@
+//! Global Resolution (Thomas & Pal; `SCHEMES.md` i): the optimal selection
+//! rule for `n` i.i.d. drafts, in exact mode, at any support size.
+//!
+//! Steps: `H*` and `α*` by the sorted prefix; outer targets (midpoint of the
+//! two vertices); the outer and inner Luce programs ([`super::luce`]); then
+//! the rule runs through the two-step sampler with an intermediate law
+//! `p_I` computed exactly from the weights in use, so the output law is `p`
+//! however far the solve got.
+//!
+//! **Large supports.** The programs enumerate input sets, `Σ_{m≤n} C(d, m)`
+//! of them for `d` items. Up to a set budget every token is its own item;
+//! beyond it, each side's tokens are sorted by `p/q` and cut into `d`
+//! contiguous *groups* of equal target mass, and a group is one Luce item.
+//! When a group is chosen the rule outputs the first input (in draft order)
+//! that lies in it. Given which positions hold the group's tokens, each is
+//! an independent draw from `q` restricted to the group, so that token is
+//! `r` with probability `q(r)/q(group)`: `p_I(r) = inflow(group)·q(r)/q(group)`
+//! in closed form, and the rule is exact at every size. Within a group
+//! `p_I ∝ q` while the plan wants `∝ p`, so grouping costs acceptance only
+//! through the spread of `p/q` inside groups (none when the ratios are
+//! equal). Each node reports its gap to `α*`; a gap above the tolerance is
+//! a counted *fallback*.
+//!
+//! Set probabilities come from the positive multinomial form
+//! `Pr[set(X) ∩ A = U, rest of mass c] = n! [zⁿ] e^{cz} Π_{i∈U}(e^{q_i z} − 1)`,
+//! built incrementally along a depth-first walk over the sets.
+
+use crate::dist::Dist;
+
+use super::luce::{Family, LuceProgram};
+
+/// Solver settings of the `optimal` scheme.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GrSettings {
+    /// Target L1 gradient of each program (the plan's marginal error in
+    /// paper mode), and the largest acceptance gap to `α*` that still
+    /// counts as optimal.
+    pub tolerance: f64,
+    /// Most input sets per program (outer, inner); beyond it tokens are
+    /// grouped into shared items.
+    pub set_budget: usize,
+    /// Newton iterations per program.
+    pub max_iterations: usize,
+}
+
+pub const DEFAULT_TOLERANCE: f64 = 1e-9;
+pub const DEFAULT_SET_BUDGET: usize = 1024;
+pub const DEFAULT_MAX_ITERATIONS: usize = 40;
+
+impl Default for GrSettings {
+    fn default() -> Self {
+        Self {
+            tolerance: DEFAULT_TOLERANCE,
+            set_budget: DEFAULT_SET_BUDGET,
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+        }
+    }
+}
+
+/// What one node's solve achieved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct GrStats {
+    /// The optimum `α* = P*` for these i.i.d. drafts.
+    pub alpha_star: f64,
+    /// `Σ min(p, p_I)` of the rule in use: the landing probability lower
+    /// bound that equals `α*` at full convergence without truncation.
+    pub selection_acceptance: f64,
+    /// Outer + inner `‖inflow − target‖₁` (paper-mode marginal error).
+    pub gradient_l1: f64,
+    pub iterations: usize,
+    pub sets: usize,
+    /// Luce items of each program (tokens, or groups of tokens).
+    pub outer_items: usize,
+    pub inner_items: usize,
+    /// Some tokens share an item (the set budget was binding).
+    pub grouped: bool,
+}
+
+impl GrStats {
+    pub fn gap(&self) -> f64 {
+        self.alpha_star - self.selection_acceptance
+    }
+}
+
+/// Where a drafted token sits in the rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// Outside `H*`: a member of outer group (Luce item) `g`.
+    Outer(u16),
+    /// In `H*` with `p > 0`: a member of inner group `g`.
+    Inner(u16),
+    /// In `H*` with `p = 0`: never chosen while anything else is present.
+    Null,
+}
+
+/// The solved rule at one node.
+#[derive(Clone, Debug)]
+pub struct GlobalResolution {
+    /// `(token, class)` for every token of `q`'s support, sorted by token.
+    classes: Vec<(u32, Class)>,
+    outer_gamma: Vec<f64>,
+    inner_gamma: Vec<f64>,
+    /// `p_I` aligned with `classes`.
+    intermediate: Vec<f64>,
+    pub stats: GrStats,
+}
+
+/// `H*` by the sorted prefix with the *smallest* minimiser (`SCHEMES.md` i,
+/// step 1): returns the `q/p`-descending order and `m*`.
+pub fn h_star(p: &Dist, q: &Dist, n: usize) -> (Vec<u32>, usize, f64) {
+    let mut order: Vec<u32> = q.support().to_vec();
+    // q/p descending ⇔ p/q ascending: compare p_a q_b < p_b q_a, ties by id.
+    order.sort_unstable_by(|&a, &b| {
+        (p.get(a) * q.get(b))
+            .total_cmp(&(p.get(b) * q.get(a)))
+            .then(a.cmp(&b))
+    });
+    let (mut p_sum, mut q_sum) = (0.0, 0.0);
+    let (mut best, mut best_len) = (0.0, 0);
+    for (j, &x) in order.iter().enumerate() {
+        p_sum += p.get(x);
+        q_sum += q.get(x);
+        let psi = p_sum - q_sum.powi(n as i32);
+        if psi < best - 1e-14 {
+            best = psi;
+            best_len = j + 1;
+        }
+    }
+    (order, best_len, 1.0 + best)
+}
+
+impl GlobalResolution {
+    /// Solves the node for `n ≥ 2` i.i.d. drafts from `q`.
+    pub fn prepare(p: &Dist, q: &Dist, n: usize, settings: &GrSettings) -> Self {
+        let (order, m_star, alpha_star) = h_star(p, q, n);
+        let inner_tokens = &order[..m_star];
+        let outer_tokens = &order[m_star..];
+        let inner_mass: f64 = inner_tokens.iter().map(|&x| q.get(x)).sum();
+        // Each program gets half the tolerance: the plan's error is their sum.
+        let tolerance = settings.tolerance / 2.0;
+
+        // Outer program: groups of outer tokens, midpoint targets.
+        let outer_groups = groups(p, q, outer_tokens, n, settings.set_budget);
+        let outer_q: Vec<f64> = outer_groups.iter().map(|g| g.q).collect();
+        let outer_targets = outer_targets(&outer_groups, n, inner_mass);
+        let initial: Vec<f64> = outer_targets
+            .iter()
+            .zip(&outer_q)
+            .map(|(t, m)| t / m)
+            .collect();
+        let outer_family = family(&outer_q, inner_mass, n);
+        let mut outer = LuceProgram::new(outer_family, outer_targets, 0.0, initial);
+        let outer_report = outer.solve(tolerance, settings.max_iterations);
+
+        // Inner program: groups of H* tokens with p > 0; targets p.
+        let positive: Vec<u32> = inner_tokens
+            .iter()
+            .copied()
+            .filter(|&x| p.get(x) > 0.0)
+            .collect();
+        let null_mass: f64 = inner_mass - positive.iter().map(|&x| q.get(x)).sum::<f64>();
+        let inner_groups = groups(p, q, &positive, n, settings.set_budget);
+        let inner_q: Vec<f64> = inner_groups.iter().map(|g| g.q).collect();
+        let inner_targets: Vec<f64> = inner_groups.iter().map(|g| g.p).collect();
+        let inner_family = family(&inner_q, null_mass.max(0.0), n);
+        let initial = vec![1.0; inner_targets.len()];
+        let mut inner = LuceProgram::new(inner_family, inner_targets, 1.0, initial);
+        let inner_report = inner.solve(tolerance, settings.max_iterations);
+
+        // Exact mode: no reject option; p_I is the inflow, split within a
+        // group in proportion to q.
+        let outer_inflow = outer.inflow_with(&outer.gamma, 0.0);
+        let inner_inflow = inner.inflow_with(&inner.gamma, 0.0);
+        let mut classes: Vec<(u32, Class, f64)> = Vec::with_capacity(q.support().len());
+        for (g, group) in outer_groups.iter().enumerate() {
+            for &x in &group.tokens {
+                let share = outer_inflow[g] * q.get(x) / group.q;
+                classes.push((x, Class::Outer(g as u16), share));
+            }
+        }
+        for (g, group) in inner_groups.iter().enumerate() {
+            for &x in &group.tokens {
+                let share = inner_inflow[g] * q.get(x) / group.q;
+                classes.push((x, Class::Inner(g as u16), share));
+            }
+        }
+        for &x in inner_tokens.iter().filter(|&&x| p.get(x) == 0.0) {
+            // Chosen only when every input is null: the first input is x.
+            classes.push((x, Class::Null, q.get(x) * null_mass.powi(n as i32 - 1)));
+        }
+        classes.sort_unstable_by_key(|c| c.0);
+        let intermediate: Vec<f64> = classes.iter().map(|c| c.2).collect();
+        let selection_acceptance: f64 = classes.iter().map(|c| p.get(c.0).min(c.2)).sum();
+        let stats = GrStats {
+            alpha_star,
+            selection_acceptance,
+            gradient_l1: outer_report.gradient_l1 + inner_report.gradient_l1,
+            iterations: outer_report.iterations + inner_report.iterations,
+            sets: outer.family.len() + inner.family.len(),
+            outer_items: outer_groups.len(),
+            inner_items: inner_groups.len(),
+            grouped: outer_groups.len() < outer_tokens.len() || inner_groups.len() < positive.len(),
+        };
+        Self {
+            classes: classes.iter().map(|c| (c.0, c.1)).collect(),
+            outer_gamma: outer.gamma,
+            inner_gamma: inner.gamma,
+            intermediate,
+            stats,
+        }
+    }
+
+    fn class(&self, token: u32) -> Option<(usize, Class)> {
+        self.classes
+            .binary_search_by_key(&token, |c| c.0)
+            .ok()
+            .map(|i| (i, self.classes[i].1))
+    }
+
+    /// `p_I(y)` of the exact-mode rule.
+    pub fn intermediate(&self, token: u32) -> f64 {
+        self.class(token).map_or(0.0, |(i, _)| self.intermediate[i])
+    }
+
+    /// The selection law `α(x)` over the tuple's tokens: Luce among the
+    /// outer groups present, else among the inner groups present, each
+    /// group standing for its first input; else (only null tokens) the
+    /// first input.
+    pub fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        let classes: Vec<Option<Class>> =
+            inputs.iter().map(|&x| self.class(x).map(|c| c.1)).collect();
+        let outer = classes.iter().any(|c| matches!(c, Some(Class::Outer(_))));
+        let gamma = if outer {
+            &self.outer_gamma
+        } else {
+            &self.inner_gamma
+        };
+        let mut seen: Vec<u16> = Vec::with_capacity(inputs.len());
+        let mut weights: Vec<(u32, f64)> = Vec::with_capacity(inputs.len());
+        for (&x, class) in inputs.iter().zip(&classes) {
+            let group = match (class, outer) {
+                (Some(Class::Outer(g)), true) | (Some(Class::Inner(g)), false) => *g,
+                _ => continue,
+            };
+            if !seen.contains(&group) {
+                seen.push(group);
+                weights.push((x, gamma[group as usize]));
+            }
+        }
+        let total: f64 = weights.iter().map(|w| w.1).sum();
+        if weights.is_empty() || total <= 0.0 {
+            return vec![(inputs[0], 1.0)];
+        }
+        for w in &mut weights {
+            w.1 /= total;
+        }
+        weights
+    }
+}
+
+/// One Luce item: tokens with neighbouring `p/q`, and their masses.
+#[derive(Clone, Debug)]
+struct Group {
+    tokens: Vec<u32>,
+    p: f64,
+    q: f64,
+}
+
+/// The items of one side: every token alone when the sets fit the budget,
+/// else the most items that fit, as contiguous runs of the `p/q`-sorted
+/// tokens holding equal shares of the side's target mass.
+fn groups(p: &Dist, q: &Dist, tokens: &[u32], n: usize, budget: usize) -> Vec<Group> {
+    let mut items = 0;
+    while items < tokens.len() && set_count(items + 1, n) <= budget {
+        items += 1;
+    }
+    let single = |x: u32| Group {
+        tokens: vec![x],
+        p: p.get(x),
+        q: q.get(x),
+    };
+    if items >= tokens.len() {
+        return tokens.iter().map(|&x| single(x)).collect();
+    }
+    let items = items.max(1);
+    let mut sorted = tokens.to_vec();
+    sorted.sort_unstable_by(|&a, &b| {
+        (p.get(a) * q.get(b))
+            .total_cmp(&(p.get(b) * q.get(a)))
+            .then(a.cmp(&b))
+    });
+    let total: f64 = sorted.iter().map(|&x| p.get(x)).sum();
+    let mut out: Vec<Group> = Vec::with_capacity(items);
+    let mut before = 0.0;
+    for &x in &sorted {
+        // The share of target mass before x decides its group.
+        let index = if total > 0.0 {
+            ((before / total) * items as f64) as usize
+        } else {
+            0
+        };
+        before += p.get(x);
+        let open_groups = out.len();
+        match out.last_mut() {
+            Some(group) if open_groups > index.min(items - 1) => {
+                group.tokens.push(x);
+                group.p += p.get(x);
+                group.q += q.get(x);
+            }
+            _ => out.push(single(x)),
+        }
+    }
+    out
+}
+
+/// `Σ_{1≤m≤n} C(d, m)`: the sets of up to `n` of `d` items.
+fn set_count(d: usize, n: usize) -> usize {
+    let mut total = 0usize;
+    let mut binomial = 1usize; // C(d, 0)
+    for m in 1..=n.min(d) {
+        binomial = binomial.saturating_mul(d - m + 1) / m;
+        total = total.saturating_add(binomial);
+    }
+    total
+}
+
+/// The input-set family over items `0..d` of masses `items`, the rest
+/// (`free`) unseen by the rule: set `U` (nonempty, `|U| ≤ n`) has mass
+/// `n! [zⁿ] e^{free·z} Π_{i∈U} (e^{q_i z} − 1)`.
+fn family(items: &[f64], free: f64, n: usize) -> Family {
+    let mut out = Family::new();
+    let d = items.len();
+    // c^j / j! for the rest-of-mass factor, n! for the extraction.
+    let powers = |c: f64| -> Vec<f64> {
+        let mut v = vec![1.0; n + 1];
+        for j in 1..=n {
+            v[j] = v[j - 1] * c / j as f64;
+        }
+        v
+    };
+    let free_powers = powers(free);
+    let factorial: f64 = (1..=n).map(|j| j as f64).product();
+    let item_factors: Vec<Vec<f64>> = items
+        .iter()
+        .map(|&qi| {
+            let mut v = powers(qi);
+            v[0] = 0.0;
+            v
+        })
+        .collect();
+    let mut emit = |set: &[u16], poly: &[f64]| {
+        if !set.is_empty() {
+            let mass: f64 = poly
+                .iter()
+                .enumerate()
+                .map(|(k, a)| a * free_powers[n - k])
+                .sum();
+            out.push(set, factorial * mass);
+        }
+    };
+    let mut members: Vec<u16> = Vec::with_capacity(n);
+    let mut one = vec![0.0; n + 1];
+    one[0] = 1.0;
+    walk(0, d, n, &mut members, one, &mut emit, &item_factors);
+    out
+}
+
+/// Depth-first over the sets of up to `n` items from `start..d`, emitting
+/// each with its polynomial `Π_U (e^{q_i z} − 1)`.
+fn walk(
+    start: usize,
+    d: usize,
+    n: usize,
+    items: &mut Vec<u16>,
+    poly: Vec<f64>,
+    emit: &mut dyn FnMut(&[u16], &[f64]),
+    factors: &[Vec<f64>],
+) {
+    emit(items, &poly);
+    if items.len() == n {
+        return;
+    }
+    for i in start..d {
+        let next = multiply(&poly, &factors[i], n);
+        items.push(i as u16);
+        walk(i + 1, d, n, items, next, emit, factors);
+        items.pop();
+    }
+}
+
+/// Truncated product of two power series of degree `n`.
+fn multiply(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n + 1];
+    for (i, &ai) in a.iter().enumerate() {
+        if ai == 0.0 {
+            continue;
+        }
+        for (j, &bj) in b.iter().enumerate().take(n + 1 - i) {
+            out[i + j] += ai * bj;
+        }
+    }
+    out
+}
+
+/// Outer targets (`SCHEMES.md` i, step 3) of the outer items: the midpoint
+/// of the two vertices, computed on the items as coarse tokens so the
+/// targets are valid for the program the rule solves.
+fn outer_targets(items: &[Group], n: usize, inner_mass: f64) -> Vec<f64> {
+    let k = items.len();
+    if k == 0 {
+        return Vec::new();
+    }
+    // Items in q/p-descending order.
+    let mut order: Vec<usize> = (0..k).collect();
+    order
+        .sort_unstable_by(|&a, &b| (items[a].p * items[b].q).total_cmp(&(items[b].p * items[a].q)));
+    // ψ(H* ∪ A) − p(H*); H* is the global minimiser, so the empty addition
+    // is the smallest value.
+    let psi = |p_add: f64, q_add: f64| p_add - (inner_mass + q_add).powi(n as i32);
+    let base = psi(0.0, 0.0);
+    let mut prefix_p = vec![0.0; k + 1];
+    let mut prefix_q = vec![0.0; k + 1];
+    for (j, &i) in order.iter().enumerate() {
+        prefix_p[j + 1] = prefix_p[j] + items[i].p;
+        prefix_q[j + 1] = prefix_q[j] + items[i].q;
+    }
+    // Vertex t: suffix minima of ψ over prefixes.
+    let mut suffix_min: Vec<f64> = (0..=k).map(|j| psi(prefix_p[j], prefix_q[j])).collect();
+    for j in (0..k).rev() {
+        suffix_min[j] = suffix_min[j].min(suffix_min[j + 1]);
+    }
+    suffix_min[0] = base;
+    let mut t = vec![0.0; k];
+    for (j, &i) in order.iter().enumerate() {
+        t[i] = (items[i].p + suffix_min[j] - suffix_min[j + 1]).max(0.0);
+    }
+    // Opposite vertex t′: m_j = min_{l<j} ψ(prefix_l ∪ suffix_j), m_{k+1} = ψ(H*).
+    let (total_p, total_q) = (prefix_p[k], prefix_q[k]);
+    let mut m = vec![0.0; k + 2];
+    for j in 1..=k {
+        let (sp, sq) = (total_p - prefix_p[j - 1], total_q - prefix_q[j - 1]);
+        m[j] = (0..j)
+            .map(|l| psi(prefix_p[l] + sp, prefix_q[l] + sq))
+            .fold(f64::INFINITY, f64::min);
+    }
+    m[k + 1] = base;
+    let mut t_prime = vec![0.0; k];
+    for (j, &i) in order.iter().enumerate() {
+        t_prime[i] = (items[i].p + m[j + 2] - m[j + 1]).max(0.0);
+    }
+    t.iter().zip(&t_prime).map(|(a, b)| 0.5 * (a + b)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dist(v: &[f64]) -> Dist {
+        Dist::new(v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn set_counts_are_binomial_sums() {
+        assert_eq!(set_count(4, 2), 4 + 6);
+        assert_eq!(set_count(3, 5), 7);
+        assert_eq!(set_count(10, 3), 10 + 45 + 120);
+    }
+
+    #[test]
+    fn family_masses_add_up_to_the_tuple_mass_they_cover() {
+        // Items {0.3, 0.2, 0.1}, free 0.4, n = 3: every tuple with an item
+        // token, i.e. 1 − 0.4³.
+        let fam = family(&[0.3, 0.2, 0.1], 0.4, 3);
+        assert!((fam.total_mass() - (1.0 - 0.4f64.powi(3))).abs() < 1e-15);
+        // Set {0} alone: Pr[token 0 present, others only free] =
+        // (0.7)^3 − 0.4^3.
+        let fam = family(&[0.3], 0.4, 3);
+        assert!((fam.total_mass() - (0.7f64.powi(3) - 0.4f64.powi(3))).abs() < 1e-15);
+    }
+
+    #[test]
+    fn example_b_matches_the_reference_plan() {
+        let p = dist(&[0.4, 0.3, 0.2, 0.1]);
+        let q = dist(&[0.1, 0.2, 0.3, 0.4]);
+        let gr = GlobalResolution::prepare(&p, &q, 2, &GrSettings::default());
+        assert!((gr.stats.alpha_star - 0.79).abs() < 1e-15);
+        assert!(gr.stats.gap().abs() < 1e-9, "{:?}", gr.stats);
+        // Outer token 0 gets t(0) = 0.19 = 1 − 0.9²; tuples with 0 output 0.
+        assert!((gr.intermediate(0) - 0.19).abs() < 1e-12);
+        assert_eq!(gr.alpha(&[0, 2]), vec![(0, 1.0)]);
+        for y in 1..4 {
+            assert!(gr.intermediate(y) >= p.get(y) - 1e-9);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! `verify` for ERSD (`TEST_VECTORS.md` §1.1, special case): its output is
+//! a deterministic function of the shared race, so instead of a
+//! conditional law it is checked by
+//!
+//! * the rank law on small instances: it sums to `p(supp q)` (1e-12), its
+//!   `Pr[R = 1]` lies in `[(1 − TV)/(1 + TV), 1 − TV]`, and `Pr[R ≤ K]` never
+//!   exceeds the without-replacement optimum;
+//! * (iii) the first K arrivals, G-tested against the without-replacement
+//!   tuple law;
+//! * (ii) race winners under `p` at realistic nodes, G-tested against `p`,
+//!   and (iv) the landing frequency against `Pr[R ≤ K]` (5 standard errors),
+//!   on at most [`RACE_SAMPLES`] positions (each costs a race over both
+//!   supports).
+//!
+//! Drafter invariance (i) is a sequence-level property: `tests/race.rs`.
+
+use std::collections::BTreeMap;
+
+use crate::rng::SpecRng;
+use crate::select::race::{Race, first_arrivals, landing_probability, race_winner, rank_law};
+use crate::select::{DraftLaw, Scheme};
+use crate::theory::optimum;
+
+use super::gtest::g_test;
+use super::{
+    EXACT, EnumerationSummary, SamplingCheck, SchemeCheck, VerifyOptions, instances_for,
+    realistic_nodes,
+};
+
+/// Most race positions sampled per realistic node.
+pub const RACE_SAMPLES: u64 = 200_000;
+
+pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
+    let instances = instances_for(scheme, options.seed, options.instances);
+    let mut summary = EnumerationSummary::default();
+    let mut consistency = Vec::new();
+    for (i, inst) in instances.iter().enumerate() {
+        let q = &inst.qs[0];
+        let k = inst.k;
+        let law = rank_law(&inst.p, q, q.support().len());
+        summary.instances += 1;
+        let drafted: f64 = q.support().iter().map(|&x| inst.p.get(x)).sum();
+        let error = (law.iter().sum::<f64>() - drafted).abs();
+        summary.max_law_error = summary.max_law_error.max(error);
+        if error >= EXACT {
+            summary.failures.push(format!(
+                "{}: rank law sums to {error:e} off p(supp q)",
+                inst.label
+            ));
+        }
+        let tv: f64 = inst
+            .p
+            .probs()
+            .iter()
+            .zip(q.probs())
+            .map(|(a, b)| (a - b).max(0.0))
+            .sum();
+        let first = law.first().copied().unwrap_or(0.0);
+        if first > 1.0 - tv + EXACT || first < (1.0 - tv) / (1.0 + tv) - EXACT {
+            summary.failures.push(format!(
+                "{}: Pr[R = 1] = {first} outside [(1−TV)/(1+TV), 1−TV] with TV = {tv}",
+                inst.label
+            ));
+        }
+        let landing = landing_probability(&law, k);
+        match optimum(&inst.p, &inst.drafts(), DraftLaw::WithoutReplacement) {
+            Ok(best) => {
+                let over = landing - best;
+                summary.max_over_optimum = if summary.instances == 1 {
+                    over
+                } else {
+                    summary.max_over_optimum.max(over)
+                };
+                if over > EXACT {
+                    summary.failures.push(format!(
+                        "{}: Pr[R ≤ K] = {landing} exceeds the optimum {best}",
+                        inst.label
+                    ));
+                }
+            }
+            Err(e) => summary
+                .failures
+                .push(format!("{}: optimum: {e}", inst.label)),
+        }
+        if i < 3 {
+            consistency.push(arrival_gtest(
+                inst.qs[0].clone(),
+                k,
+                100_000,
+                options.seed ^ i as u64,
+            ));
+        }
+    }
+    let mut failures = summary.failures.clone();
+    for test in &consistency {
+        if !test.passes() {
+            failures.push(format!(
+                "first arrivals fail the without-replacement G-test: {test:?}"
+            ));
+        }
+    }
+    let mut sampling = Vec::new();
+    for (i, inst) in realistic_nodes(scheme, options).iter().enumerate() {
+        let race = Race::new(options.seed.wrapping_add(2000 + i as u64));
+        let (p, q, k) = (&inst.p, &inst.qs[0], inst.k);
+        let samples = options.samples.min(RACE_SAMPLES);
+        let mut counts = vec![0u64; p.vocab()];
+        let mut landed = 0u64;
+        for t in 0..samples {
+            let y = race_winner(&race, t, p);
+            counts[y as usize] += 1;
+            landed += u64::from(first_arrivals(&race, t, q, k).contains(&y));
+        }
+        let expected = landing_probability(&rank_law(p, q, k), k);
+        let frequency = landed as f64 / samples as f64;
+        let se = (expected * (1.0 - expected) / samples as f64).sqrt();
+        let check = SamplingCheck {
+            instance: inst.label.clone(),
+            samples,
+            gtest: g_test(&counts, p.probs()),
+            landing_frequency: frequency,
+            closed_form: Some(expected),
+            landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
+        };
+        if !check.passes() {
+            failures.push(format!(
+                "race sampling on {}: G p = {:.2e}, landing {:.6} vs Pr[R ≤ K] {:.6}",
+                check.instance, check.gtest.p_value, frequency, expected
+            ));
+        }
+        sampling.push(check);
+    }
+    if sampling.is_empty() {
+        failures.push("no realistic node could be sampled".into());
+    }
+    SchemeCheck {
+        scheme: scheme.label(),
+        passed: failures.is_empty(),
+        enumeration: summary,
+        consistency,
+        sampling,
+        skipped: Vec::new(),
+        failures,
+    }
+}
+
+/// The first `k` arrivals at `samples` positions of one race, against the
+/// exact without-replacement law of ordered tuples.
+fn arrival_gtest(q: crate::dist::Dist, k: usize, samples: u64, seed: u64) -> super::gtest::GTest {
+    let drafts = crate::select::Drafts::identical(&q, k);
+    let tuples = DraftLaw::WithoutReplacement.enumerate(&drafts);
+    let index: BTreeMap<Vec<u32>, usize> = tuples
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.0.clone(), i))
+        .collect();
+    let race = Race::new(SpecRng::derive(seed, &[0xACE]).next_u64());
+    let mut counts = vec![0u64; tuples.len() + 1];
+    for t in 0..samples {
+        let arrivals = first_arrivals(&race, t, &q, k);
+        counts[index.get(&arrivals).copied().unwrap_or(tuples.len())] += 1;
+    }
+    let mut expected: Vec<f64> = tuples.iter().map(|t| t.1).collect();
+    expected.push(0.0);
+    g_test(&counts, &expected)
+}

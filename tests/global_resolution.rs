@@ -1,0 +1,112 @@
+//! The `optimal` sampler for i.i.d. drafts (Global Resolution, exact mode;
+//! `SCHEMES.md` i): its selection acceptance reaches `P*` (prefix rule and
+//! the independent LP oracle) to 1e-9, its exact law is `p` to 1e-12 also
+//! when the set budget forces grouping, and Example B's values.
+
+use specbench::dist::Dist;
+use specbench::rng::SpecRng;
+use specbench::select::optimal::global::{GlobalResolution, GrSettings};
+use specbench::select::optimal::lp::pstar_lp;
+use specbench::select::optimal::{Optimal, pstar_iid};
+use specbench::select::{DraftLaw, Drafts, Scheme};
+use specbench::theory::exact_outcome;
+use specbench::verify::instances::{Special, small_instance};
+
+#[test]
+fn selection_acceptance_reaches_pstar_and_the_lp_oracle() {
+    let mut rng = SpecRng::new(2025);
+    let mut checked = 0;
+    for i in 0..240 {
+        let (v, k) = (2 + i % 5, 2 + i % 3);
+        let inst = small_instance(&mut rng, v, k, true, Special::ALL[i % Special::ALL.len()]);
+        let q = &inst.qs[0];
+        let gr = GlobalResolution::prepare(&inst.p, q, k, &GrSettings::default());
+        let star = pstar_iid(&inst.p, q, k).value;
+        assert!((gr.stats.alpha_star - star).abs() < 1e-12, "{}", inst.label);
+        assert!(
+            gr.stats.gap().abs() < 1e-9,
+            "{}: {:?}",
+            inst.label,
+            gr.stats
+        );
+        if i % 4 == 0 {
+            let tuples = DraftLaw::Independent.enumerate(&Drafts::identical(q, k));
+            let lp = pstar_lp(&inst.p, &tuples).unwrap();
+            assert!(
+                (gr.stats.selection_acceptance - lp).abs() < 1e-9,
+                "{}",
+                inst.label
+            );
+        }
+        let exact = exact_outcome(&Optimal::default(), &inst.p, &inst.drafts()).unwrap();
+        assert!(exact.max_error < 1e-12, "{}", inst.label);
+        assert!(exact.landing <= star + 1e-12 && exact.landing >= star - 1e-9);
+        checked += 1;
+    }
+    assert_eq!(checked, 240);
+}
+
+#[test]
+fn grouping_under_a_small_set_budget_stays_exact_and_is_counted() {
+    let mut rng = SpecRng::new(7);
+    let scheme = Optimal {
+        settings: GrSettings {
+            set_budget: 4,
+            ..GrSettings::default()
+        },
+    };
+    let mut fallbacks = 0;
+    for i in 0..60 {
+        let inst = small_instance(&mut rng, 7 + i % 3, 3, true, Special::None);
+        let exact = exact_outcome(&scheme, &inst.p, &inst.drafts()).unwrap();
+        assert!(
+            exact.max_error < 1e-12,
+            "{}: {}",
+            inst.label,
+            exact.max_error
+        );
+        let node = scheme.prepare(&inst.p, &inst.drafts()).unwrap();
+        let star = pstar_iid(&inst.p, &inst.qs[0], 3).value;
+        let selection = node.selection_acceptance().unwrap();
+        assert!(selection <= star + 1e-12);
+        assert_eq!(node.fallback(), star - selection > 1e-9, "{}", inst.label);
+        fallbacks += usize::from(node.fallback());
+    }
+    assert!(
+        fallbacks > 0,
+        "a 4-set budget at V ≥ 7 must group some node"
+    );
+}
+
+#[test]
+fn example_b_optimal_values_by_number_of_drafts() {
+    let p = Dist::new(vec![0.4, 0.3, 0.2, 0.1]).unwrap();
+    let q = Dist::new(vec![0.1, 0.2, 0.3, 0.4]).unwrap();
+    for (n, alpha) in [(2, 0.79), (3, 0.871), (4, 0.9439), (5, 1.0)] {
+        let gr = GlobalResolution::prepare(&p, &q, n, &GrSettings::default());
+        assert!((gr.stats.alpha_star - alpha).abs() < 1e-12, "n = {n}");
+        assert!(gr.stats.gap().abs() < 1e-9, "n = {n}: {:?}", gr.stats);
+        let exact = exact_outcome(&Optimal::default(), &p, &Drafts::identical(&q, n)).unwrap();
+        assert!(exact.max_error < 1e-12);
+    }
+}
+
+#[test]
+fn large_supports_never_fail_and_keep_a_consistent_intermediate_law() {
+    use specbench::verify::instances::{Realism, realistic_instance};
+    let mut rng = SpecRng::new(9);
+    for (k, top_k) in [(2, None), (4, Some(100)), (8, Some(1000))] {
+        let shape = Realism {
+            top_k,
+            top_p: if top_k.is_some() { 1.0 } else { 0.95 },
+            ..Realism::default()
+        };
+        let inst = realistic_instance(&mut rng, &shape, k, &[1.0]);
+        let q = &inst.qs[0];
+        let gr = GlobalResolution::prepare(&inst.p, q, k, &GrSettings::default());
+        // p_I is a law over q's support: every drafted tuple selects once.
+        let total: f64 = q.support().iter().map(|&y| gr.intermediate(y)).sum();
+        assert!((total - 1.0).abs() < 1e-12, "K={k}: Σ p_I = {total}");
+        assert!(gr.stats.selection_acceptance <= gr.stats.alpha_star + 1e-12);
+    }
+}

@@ -1,0 +1,107 @@
+//! ERSD at sequence level (`TEST_VECTORS.md` §1.1, ERSD (i)): the emitted
+//! stream is token for token plain race sampling from the target with the
+//! same seed, whatever the draft model, K or L — and drafting still saves
+//! target calls when the draft is close.
+
+use specbench::decode::race::race_autoregressive;
+use specbench::decode::{DecodeConfig, generate};
+use specbench::dist::Processing;
+use specbench::model::{HistoryLm, ToyLm};
+use specbench::rng::SpecRng;
+use specbench::select::build;
+
+const PROMPT: [u32; 2] = [1, 0];
+
+fn config(k: usize, length: usize, temperature: f64, max_new: usize) -> DecodeConfig {
+    DecodeConfig {
+        draft_len: length,
+        max_new_tokens: max_new,
+        target: Processing::default(),
+        drafts: vec![
+            Processing {
+                temperature,
+                ..Processing::default()
+            };
+            k
+        ],
+        log_nodes: true,
+    }
+}
+
+#[test]
+fn ersd_emits_exactly_the_targets_race_stream_whatever_the_drafter() {
+    let ersd = build("ersd").unwrap();
+    for vocab in [3, 5, 50] {
+        let mut target = HistoryLm::new(ToyLm::new(11, vocab, None));
+        for seed in 0..20u64 {
+            let reference = {
+                let mut rng = SpecRng::new(seed);
+                race_autoregressive(&mut target, &PROMPT, &config(1, 1, 1.0, 24), &mut rng).unwrap()
+            };
+            for (draft_id, k, length, temperature) in [
+                (11, 1, 1, 1.0),
+                (23, 2, 3, 1.0),
+                (23, 3, 5, 1.7),
+                (99, 4, 2, 0.6),
+            ] {
+                let mut draft = HistoryLm::new(ToyLm::new(draft_id, vocab, None));
+                let mut rng = SpecRng::new(seed);
+                let cfg = config(k, length, temperature, 24);
+                let g = generate(
+                    &mut target,
+                    &mut draft,
+                    &PROMPT,
+                    ersd.as_ref(),
+                    &cfg,
+                    &mut rng,
+                )
+                .unwrap();
+                assert_eq!(
+                    g.tokens, reference.tokens,
+                    "V={vocab} seed {seed} draft {draft_id} K={k} L={length}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ersd_with_the_target_as_drafter_accepts_every_token() {
+    // The same model drafting: the first arrival is the target's winner,
+    // so every round emits L + 1 tokens (up to the length limit).
+    let ersd = build("ersd").unwrap();
+    let mut target = HistoryLm::new(ToyLm::new(11, 6, None));
+    let mut draft = HistoryLm::new(ToyLm::new(11, 6, None));
+    let mut rng = SpecRng::new(3);
+    let g = generate(
+        &mut target,
+        &mut draft,
+        &PROMPT,
+        ersd.as_ref(),
+        &config(2, 4, 1.0, 25),
+        &mut rng,
+    )
+    .unwrap();
+    assert_eq!(g.tokens.len(), 25);
+    assert_eq!(g.target_calls, 5);
+}
+
+#[test]
+fn a_race_indexed_by_depth_instead_of_position_is_caught() {
+    // Negative control: a stream where every round restarts the race at
+    // position 0 differs from race sampling (positions repeat).
+    use specbench::select::race::{Race, race_winner};
+    let target_model = ToyLm::new(11, 5, None);
+    let race = Race::new(42);
+    let law = |prefix: &[u32]| {
+        let mut logits = vec![0.0f32; 5];
+        target_model.logits_after(prefix, &mut logits);
+        Processing::default().apply(&logits).unwrap()
+    };
+    let (mut right, mut wrong) = (PROMPT.to_vec(), PROMPT.to_vec());
+    for t in 0..30u64 {
+        right.push(race_winner(&race, t, &law(&right)));
+        wrong.push(race_winner(&race, t % 3, &law(&wrong)));
+    }
+    assert_ne!(right, wrong);
+}
