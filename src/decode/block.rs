@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, process, roll_back};
+use super::{
+    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process, roll_back,
+};
 use crate::dist::Dist;
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
@@ -100,20 +102,7 @@ pub fn generate(
         }
 
         // 4. Keep what counts, roll both caches back.
-        for &token in &emitted {
-            if out.tokens.len() == config.max_new_tokens {
-                done = true;
-                break;
-            }
-            out.tokens.push(token);
-            context.push(token);
-            round.kept += 1;
-            if Some(token) == eos {
-                done = true;
-                break;
-            }
-        }
-        done |= out.tokens.len() >= config.max_new_tokens;
+        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
         out.rounds.push(round);
         roll_back(target, 0, context.len())?;
         roll_back(draft, 0, context.len())?;

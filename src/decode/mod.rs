@@ -241,20 +241,7 @@ pub fn generate(
 
         // 4. Keep what counts, roll both caches back to the new context.
         round.emitted = emitted.len();
-        for &y in &emitted {
-            if out.tokens.len() == config.max_new_tokens {
-                done = true;
-                break;
-            }
-            out.tokens.push(y);
-            context.push(y);
-            round.kept += 1;
-            if Some(y) == eos {
-                done = true;
-                break;
-            }
-        }
-        done |= out.tokens.len() >= config.max_new_tokens;
+        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
         out.rounds.push(round);
         let survivor = valid[0];
         roll_back(target, survivor, context.len())?;
@@ -293,6 +280,31 @@ pub fn autoregressive(
     }
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// Appends a round's emitted tokens to the output and context, stopping
+/// after the first EOS or at `max_new_tokens` (later tokens are neither
+/// kept nor counted). Returns whether generation is done.
+pub(crate) fn keep_emitted(
+    emitted: &[u32],
+    out: &mut Generation,
+    context: &mut Vec<u32>,
+    round: &mut RoundRecord,
+    config: &DecodeConfig,
+    eos: Option<u32>,
+) -> bool {
+    for &y in emitted {
+        if out.tokens.len() == config.max_new_tokens {
+            return true;
+        }
+        out.tokens.push(y);
+        context.push(y);
+        round.kept += 1;
+        if Some(y) == eos {
+            return true;
+        }
+    }
+    out.tokens.len() >= config.max_new_tokens
 }
 
 /// Keeps the surviving row and drops every cached position past the new

@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, process, roll_back};
+use super::{
+    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process, roll_back,
+};
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
 use crate::select::race::{Race, first_arrivals, race_winner};
@@ -122,20 +124,7 @@ pub fn generate(
 
         // 4. Keep what counts, roll both caches back.
         round.emitted = emitted.len();
-        for &y in &emitted {
-            if out.tokens.len() == config.max_new_tokens {
-                done = true;
-                break;
-            }
-            out.tokens.push(y);
-            context.push(y);
-            round.kept += 1;
-            if Some(y) == eos {
-                done = true;
-                break;
-            }
-        }
-        done |= out.tokens.len() >= config.max_new_tokens;
+        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
         out.rounds.push(round);
         roll_back(target, valid[0], context.len())?;
         roll_back(draft, valid[0], context.len())?;
