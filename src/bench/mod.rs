@@ -105,7 +105,8 @@ impl BenchReport {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// The middle value (upper median), sorting `values` in place.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }

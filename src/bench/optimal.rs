@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
 
+use super::median;
 use crate::rng::SpecRng;
 use crate::select::optimal::Optimal;
 use crate::select::optimal::global::{GlobalResolution, GrSettings};
@@ -147,11 +148,6 @@ fn bench_cell(
     row.median_us = median(&mut times);
     row.ersd_median_us = median(&mut race_times);
     row
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// The README table.

@@ -7,7 +7,8 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::{
-    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process, roll_back,
+    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process,
+    roll_back, score_drafts,
 };
 use crate::dist::Dist;
 use crate::model::{CausalLm, Positions};
@@ -50,14 +51,7 @@ pub fn generate(
         }
 
         // 2. One target call at every prefix of the chain.
-        let last = context.len() - 1;
-        if target.cached_len() < last {
-            target.forward(&[&context[target.cached_len()..last]], Positions::Last)?;
-        }
-        let feed: Vec<u32> = std::iter::once(context[last])
-            .chain(tokens.iter().copied())
-            .collect();
-        let scores = target.forward(&[&feed], Positions::All)?;
+        let scores = score_drafts(target, &context, std::slice::from_ref(&tokens))?;
         out.target_calls += 1;
         let p_laws: Vec<Dist> = (0..=length)
             .map(|t| process(&config.target, scores.at(0, t), "target"))
@@ -84,10 +78,9 @@ pub fn generate(
         emitted.push(y);
         let mut round = RoundRecord {
             emitted: emitted.len(),
-            kept: 0,
             accepted: tau,
-            nodes: Vec::new(),
             selection_us: took * 1e6,
+            ..RoundRecord::default()
         };
         if config.log_nodes {
             for t in 0..length.min(tau + 1) {

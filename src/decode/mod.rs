@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::dist::{Dist, Processing};
-use crate::model::{CausalLm, Positions};
+use crate::model::{CausalLm, Logits, Positions};
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar;
 use crate::select::{Decoding, Drafts, Scheme, drafts_used};
@@ -68,7 +68,7 @@ pub struct NodeRecord {
 }
 
 /// One round: drafting, one target call, the walk.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RoundRecord {
     /// Tokens the round emitted (1 ..= L+1), before EOS/length truncation.
     pub emitted: usize,
@@ -172,33 +172,13 @@ pub fn generate(
         }
 
         // 2. One target call scores every draft at every depth.
-        let last = context.len() - 1;
-        if target.cached_len() < last {
-            target.forward(&[&context[target.cached_len()..last]], Positions::Last)?;
-        }
-        target.select_rows(&vec![0; rows])?;
-        let feeds: Vec<Vec<u32>> = tokens
-            .iter()
-            .map(|row| {
-                std::iter::once(context[last])
-                    .chain(row.iter().copied())
-                    .collect()
-            })
-            .collect();
-        let feed: Vec<&[u32]> = feeds.iter().map(Vec::as_slice).collect();
-        let scores = target.forward(&feed, Positions::All)?;
+        let scores = score_drafts(target, &context, &tokens)?;
         out.target_calls += 1;
 
         // 3. The walk.
         let mut valid: Vec<usize> = (0..rows).collect();
         let mut emitted = Vec::with_capacity(length + 1);
-        let mut round = RoundRecord {
-            emitted: 0,
-            kept: 0,
-            accepted: 0,
-            nodes: Vec::new(),
-            selection_us: 0.0,
-        };
+        let mut round = RoundRecord::default();
         let mut all_landed = true;
         for t in 0..length {
             let p = process(&config.target, scores.at(valid[0], t), "target")?;
@@ -280,6 +260,32 @@ pub fn autoregressive(
     }
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// The round's target call: prefill the context up to its last token
+/// (cached from earlier rounds), repeat that row once per draft row, then
+/// score `[last context token, draft tokens…]` of every row at every
+/// position.
+pub(crate) fn score_drafts(
+    target: &mut dyn CausalLm,
+    context: &[u32],
+    rows: &[Vec<u32>],
+) -> Result<Logits> {
+    let last = context.len() - 1;
+    if target.cached_len() < last {
+        target.forward(&[&context[target.cached_len()..last]], Positions::Last)?;
+    }
+    target.select_rows(&vec![0; rows.len()])?;
+    let feeds: Vec<Vec<u32>> = rows
+        .iter()
+        .map(|row| {
+            std::iter::once(context[last])
+                .chain(row.iter().copied())
+                .collect()
+        })
+        .collect();
+    let feed: Vec<&[u32]> = feeds.iter().map(Vec::as_slice).collect();
+    target.forward(&feed, Positions::All)
 }
 
 /// Appends a round's emitted tokens to the output and context, stopping

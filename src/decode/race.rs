@@ -13,7 +13,8 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::{
-    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process, roll_back,
+    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process,
+    roll_back, score_drafts,
 };
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
@@ -62,33 +63,13 @@ pub fn generate(
         }
 
         // 2. One target call scores every chain at every depth.
-        let last = context.len() - 1;
-        if target.cached_len() < last {
-            target.forward(&[&context[target.cached_len()..last]], Positions::Last)?;
-        }
-        target.select_rows(&vec![0; rows])?;
-        let feeds: Vec<Vec<u32>> = tokens
-            .iter()
-            .map(|row| {
-                std::iter::once(context[last])
-                    .chain(row.iter().copied())
-                    .collect()
-            })
-            .collect();
-        let feed: Vec<&[u32]> = feeds.iter().map(Vec::as_slice).collect();
-        let scores = target.forward(&feed, Positions::All)?;
+        let scores = score_drafts(target, &context, &tokens)?;
         out.target_calls += 1;
 
         // 3. Verification: the target's race winner at each position.
         let mut valid: Vec<usize> = (0..rows).collect();
         let mut emitted = Vec::with_capacity(length + 1);
-        let mut round = RoundRecord {
-            emitted: 0,
-            kept: 0,
-            accepted: 0,
-            nodes: Vec::new(),
-            selection_us: 0.0,
-        };
+        let mut round = RoundRecord::default();
         #[allow(clippy::needless_range_loop)] // t is also the race position
         for t in 0..=length {
             let p = process(&config.target, scores.at(valid[0], t), "target")?;

@@ -6,8 +6,8 @@
 
 use crate::dist::Dist;
 
-use super::single::{Single, SpecDecoding};
-use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::single::Single;
+use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Block;
@@ -34,20 +34,13 @@ impl Scheme for Block {
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
-        Ok(Box::new(SpecDecoding {
-            p,
-            q: drafts.law(0),
-        }))
+        Single.prepare(p, drafts)
     }
 }
 
 /// The block-verification rule for one chain: which prefix to keep and the
-/// law of the token after it.
-///
-/// `ratios[i] = P(X_{i+1} | X^i) / Q(X_{i+1} | X^i)`; `p[i]`, `q[i]` are the
-/// target and draft laws at prefix `X^i` (`p` has γ + 1 entries, `q` γ).
+/// law of the token after it. `p[i]`, `q[i]` are the target and draft laws
+/// at prefix `X^i` (`p` has γ + 1 entries, `q` γ); `tokens` is `X_1..X_γ`.
 pub struct BlockVerifier<'a> {
     pub p: Vec<&'a Dist>,
     pub q: Vec<&'a Dist>,

@@ -35,27 +35,12 @@ pub struct PStar {
 /// `P*` for K i.i.d. drafts from `q`, by the sorted prefix (`SCHEMES.md` h):
 /// tokens with `q > 0` in ascending `p/q` (p = 0 first, ties by id); the
 /// best prefix minimises `p(S) + 1 − q(S)^K` because `s ↦ s^K` is convex.
+/// The scan is [`global::h_star`], which Global Resolution shares.
 pub fn pstar_iid(p: &Dist, q: &Dist, k: usize) -> PStar {
-    let mut order: Vec<(f64, u32)> = q
-        .support()
-        .iter()
-        .map(|&x| (p.get(x) / q.get(x), x))
-        .collect();
-    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut p_sum, mut q_sum) = (0.0, 0.0);
-    let (mut best, mut best_len) = (1.0, 0);
-    for (j, &(_, x)) in order.iter().enumerate() {
-        p_sum += p.get(x);
-        q_sum += q.get(x);
-        let value = p_sum + 1.0 - q_sum.powi(k as i32);
-        if value < best {
-            best = value;
-            best_len = j + 1;
-        }
-    }
-    let mut set: Vec<u32> = order[..best_len].iter().map(|&(_, x)| x).collect();
+    let (order, best_len, value) = global::h_star(p, q, k);
+    let mut set = order[..best_len].to_vec();
     set.sort_unstable();
-    PStar { value: best, set }
+    PStar { value, set }
 }
 
 /// `P*` for any drafts: the i.i.d. prefix rule when identical, else the
