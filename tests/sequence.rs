@@ -208,6 +208,7 @@ fn sample_generations(scheme: &dyn Scheme, case: &Case, samples: usize) -> BTree
         target: case.target,
         drafts: case.drafts.clone(),
         log_nodes: false,
+        rank_calibration: Default::default(),
     };
     let mut counts = BTreeMap::new();
     for i in 0..samples {
@@ -270,6 +271,7 @@ fn the_g_test_catches_a_biased_engine_run() {
         target: case.drafts[0],
         drafts: case.drafts.clone(),
         log_nodes: false,
+        rank_calibration: Default::default(),
     };
     let mut counts = BTreeMap::new();
     for i in 0..20_000u64 {

@@ -48,6 +48,7 @@ pub struct OptimalRow {
     pub median_draft_support: usize,
     /// Median and slowest per-token time (prepare + select), µs.
     pub median_us: f64,
+    pub mean_us: f64,
     pub max_us: f64,
     /// Largest L1 gradient (the plan's marginal error in paper mode).
     pub max_gradient_l1: f64,
@@ -58,6 +59,10 @@ pub struct OptimalRow {
     /// Nodes whose gap exceeded the tolerance (exact, not optimal).
     pub fallbacks: usize,
     pub nodes: usize,
+    /// Largest `‖out − p‖₁` of paper mode's slice on the same solve (its
+    /// closed-form output law): what running the paper's sampler would cost
+    /// in exactness.
+    pub max_paper_error: f64,
     /// Largest `|Σ_y p_I(y) − 1|`: the rounding in the exact mode's law.
     pub max_intermediate_error: f64,
     /// ERSD per token: race winner under p + first K arrivals under q, µs.
@@ -96,6 +101,7 @@ fn bench_cell(
 ) -> OptimalRow {
     let scheme = Optimal {
         settings: options.settings,
+        paper: false,
     };
     let mut times = Vec::new();
     let mut race_times = Vec::new();
@@ -106,6 +112,7 @@ fn bench_cell(
         k,
         median_draft_support: 0,
         median_us: 0.0,
+        mean_us: 0.0,
         max_us: 0.0,
         max_gradient_l1: 0.0,
         max_gap: 0.0,
@@ -113,6 +120,7 @@ fn bench_cell(
         mean_selection_acceptance: 0.0,
         fallbacks: 0,
         nodes: nodes.len(),
+        max_paper_error: 0.0,
         max_intermediate_error: 0.0,
         ersd_median_us: 0.0,
     };
@@ -132,6 +140,7 @@ fn bench_cell(
         let gr = GlobalResolution::prepare(&node.p, q, k, &options.settings);
         row.max_gradient_l1 = row.max_gradient_l1.max(gr.stats.gradient_l1);
         row.max_gap = row.max_gap.max(gr.stats.gap());
+        row.max_paper_error = row.max_paper_error.max(gr.stats.paper_error);
         row.mean_alpha_star += gr.stats.alpha_star / nodes.len() as f64;
         row.mean_selection_acceptance += gr.stats.selection_acceptance / nodes.len() as f64;
         let total: f64 = q.support().iter().map(|&y| gr.intermediate(y)).sum();
@@ -145,6 +154,7 @@ fn bench_cell(
     }
     row.median_draft_support = median(&mut supports) as usize;
     row.max_us = times.iter().copied().fold(0.0, f64::max);
+    row.mean_us = times.iter().sum::<f64>() / times.len().max(1) as f64;
     row.median_us = median(&mut times);
     row.ersd_median_us = median(&mut race_times);
     row
@@ -160,15 +170,17 @@ pub fn optimal_table(rows: &[OptimalRow], settings: &GrSettings) -> String {
     );
     let _ = writeln!(
         out,
-        "{:>7} {:<11} {:>2} {:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}",
+        "{:>7} {:<11} {:>2} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}",
         "V",
         "drafts",
         "K",
         "supp q",
         "med µs",
+        "mean µs",
         "max µs",
         "max ‖∇‖₁",
         "max gap",
+        "paper err",
         "P*",
         "sel acc",
         "fallback",
@@ -177,15 +189,17 @@ pub fn optimal_table(rows: &[OptimalRow], settings: &GrSettings) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>7} {:<11} {:>2} {:>8} {:>9.1} {:>9.1} {:>10.1e} {:>10.1e} {:>8.4} {:>8.4} {:>4}/{:<4} {:>10.1}",
+            "{:>7} {:<11} {:>2} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>10.1e} {:>10.1e} {:>10.1e} {:>8.4} {:>8.4} {:>4}/{:<4} {:>10.1}",
             r.vocab,
             r.truncation,
             r.k,
             r.median_draft_support,
             r.median_us,
+            r.mean_us,
             r.max_us,
             r.max_gradient_l1,
             r.max_gap,
+            r.max_paper_error,
             r.mean_alpha_star,
             r.mean_selection_acceptance,
             r.fallbacks,

@@ -35,7 +35,7 @@ pub fn round_law(
     match scheme.decoding() {
         Decoding::Walk => {}
         Decoding::Block => return Ok(block_round_law(models, prompt, length)),
-        Decoding::Race => {
+        Decoding::Race(_) => {
             return fail(
                 "ersd rounds are a deterministic function of the shared race: test them against race sampling",
             );

@@ -20,6 +20,7 @@ use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits, Positions};
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar;
+use crate::select::race::RankHistogram;
 use crate::select::{Decoding, Drafts, Scheme, drafts_used};
 
 pub use walk::surviving_rows;
@@ -39,6 +40,10 @@ pub struct DecodeConfig {
     /// Record P* and the scheme's acceptance at every visited node. Their
     /// time is measured and excluded from the generation time.
     pub log_nodes: bool,
+    /// ERSD's rank law calibration from earlier generations of the same
+    /// cell (`SCHEMES.md` j, "Estimating π"): `τ*` is built from these
+    /// ranks plus the ones this generation observes.
+    pub rank_calibration: RankHistogram,
 }
 
 impl DecodeConfig {
@@ -100,6 +105,8 @@ pub struct Generation {
     /// Nodes where the scheme ran an exact substitute or fell short of its
     /// own optimum ([`crate::select::Prepared::fallback`]).
     pub fallbacks: usize,
+    /// ERSD: the calibration it started from plus every rank it observed.
+    pub ranks: RankHistogram,
 }
 
 /// Decodes `prompt` with K drafts and `scheme`. Both models are reset first.
@@ -113,11 +120,11 @@ pub fn generate(
 ) -> Result<Generation> {
     match scheme.decoding() {
         Decoding::Walk => {}
-        Decoding::Race => {
+        Decoding::Race(tree) => {
             if !config.identical_drafts() {
                 bail!("ersd needs identical drafts (one draft temperature)");
             }
-            return race::generate(target, draft, prompt, config, rng);
+            return race::generate(target, draft, prompt, tree, config, rng);
         }
         Decoding::Block => return block::generate(target, draft, prompt, config, rng),
     }

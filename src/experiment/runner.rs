@@ -306,12 +306,13 @@ fn run_cell(
         top_k,
         top_p: config.decode.top_p,
     };
-    let decode = DecodeConfig {
+    let mut decode = DecodeConfig {
         draft_len: config.decode.draft_len,
         max_new_tokens: config.decode.max_new_tokens,
         target: processing(config.decode.target_temp),
         drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
         log_nodes: true,
+        rank_calibration: Default::default(),
     };
     let scheme = match cell.kind {
         CellKind::Target => None,
@@ -342,6 +343,8 @@ fn run_cell(
             }
         }
         progress.prompt_done();
+        // ERSD's τ* calibrates on every earlier prompt of the cell.
+        decode.rank_calibration = generation.ranks.clone();
         generations.push(generation);
     }
     Ok(generations)

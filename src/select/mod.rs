@@ -130,14 +130,28 @@ impl<'a> Drafts<'a> {
     }
 }
 
+/// The draft tree of an ERSD round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RaceTree {
+    /// K chains of L tokens: the first K arrivals at the root, then each
+    /// chain's race winner (`SCHEMES.md` j, the K × L multi-draft shape).
+    Chains,
+    /// The optimal tree `τ*` of K·L nodes for the rank law measured so far
+    /// in the generation (Tunstall heap), rebuilt every round; chains until
+    /// the first rank is observed.
+    Optimal,
+}
+
 /// How the decode engine runs a scheme over a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decoding {
     /// K drafted sequences, the token-level scheme at every node of the walk.
     Walk,
-    /// Exponential races shared by drafter and verifier (ERSD).
-    Race,
+    /// Exponential races shared by drafter and verifier (ERSD), drafting
+    /// a tree of the given shape.
+    Race(RaceTree),
     /// One draft chain verified as a block (block verification).
     Block,
 }

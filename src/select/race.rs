@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 use crate::dist::Dist;
 use crate::rng::splitmix64;
 
-use super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, fail, require_identical};
+use super::{DraftLaw, Drafts, Prepared, RaceTree, Scheme, SchemeError, fail, require_identical};
 
 /// The shared exponentials of one generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -320,6 +320,62 @@ pub fn multi_draft_tree(k: usize, l: usize) -> Tree {
     tree
 }
 
+/// The rank of `y` in the race under `q` at `position` (1 = first
+/// arrival); `None` when `q(y) = 0`, so `y` never arrives.
+pub fn rank_of(race: &Race, position: u64, q: &Dist, y: u32) -> Option<usize> {
+    if q.get(y) <= 0.0 {
+        return None;
+    }
+    let at = race.arrival(position, y, q);
+    let earlier = q
+        .support()
+        .iter()
+        .filter(|&&x| {
+            let a = race.arrival(position, x, q);
+            a < at || (a == at && x < y)
+        })
+        .count();
+    Some(earlier + 1)
+}
+
+/// Ranks of the target's winner observed in the draft race: the
+/// calibration of `π` (`SCHEMES.md` j, "Estimating π").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankHistogram {
+    /// `counts[r − 1]`: observations of rank `r`.
+    pub counts: Vec<u64>,
+    /// Winners the draft law gave probability 0 (no rank).
+    pub misses: u64,
+}
+
+impl RankHistogram {
+    pub fn record(&mut self, rank: Option<usize>) {
+        match rank {
+            Some(r) => {
+                if self.counts.len() < r {
+                    self.counts.resize(r, 0);
+                }
+                self.counts[r - 1] += 1;
+            }
+            None => self.misses += 1,
+        }
+    }
+
+    pub fn observations(&self) -> u64 {
+        self.counts.iter().sum::<u64>() + self.misses
+    }
+
+    /// The empirical `π(r)`, `r = 1..`; misses count in the total, so the
+    /// law sums to the fraction of winners that had a rank.
+    pub fn law(&self) -> Vec<f64> {
+        let total = self.observations() as f64;
+        if total == 0.0 {
+            return Vec::new();
+        }
+        self.counts.iter().map(|&c| c as f64 / total).collect()
+    }
+}
+
 /// `H[R]` in nats.
 pub fn rank_entropy(law: &[f64]) -> f64 {
     law.iter().filter(|&&x| x > 0.0).map(|&x| -x * x.ln()).sum()
@@ -329,12 +385,29 @@ pub fn rank_entropy(law: &[f64]) -> f64 {
 /// so it has no per-node rule on fresh coins: the decode engine runs it as a
 /// race ([`crate::decode::race`]) and `verify` checks it with the race tests
 /// of `TEST_VECTORS.md` §1.1.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Ersd;
+#[derive(Clone, Copy, Debug)]
+pub struct Ersd {
+    pub tree: RaceTree,
+}
+
+impl Default for Ersd {
+    fn default() -> Self {
+        Self {
+            tree: RaceTree::Chains,
+        }
+    }
+}
 
 impl Scheme for Ersd {
     fn id(&self) -> &'static str {
         "ersd"
+    }
+
+    fn label(&self) -> String {
+        match self.tree {
+            RaceTree::Chains => self.id().to_string(),
+            RaceTree::Optimal => format!("{}:tree=optimal", self.id()),
+        }
     }
 
     fn draft_law(&self) -> DraftLaw {
@@ -342,7 +415,7 @@ impl Scheme for Ersd {
     }
 
     fn decoding(&self) -> super::Decoding {
-        super::Decoding::Race
+        super::Decoding::Race(self.tree)
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {

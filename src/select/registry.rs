@@ -1,6 +1,7 @@
 //! Name → scheme. Schemes are written `name` or `name:key=value:key=value`
 //! (`is:m=20:s=10`, `spectr:rho=1.6`); lists are comma-separated.
 
+use super::RaceTree;
 use super::baselines::{Nss, SdFirst};
 use super::block::Block;
 use super::greedy::Greedy;
@@ -156,6 +157,11 @@ pub fn catalogue() -> Vec<SchemeInfo> {
                     default: format!("{DEFAULT_TOLERANCE:e}"),
                     help: "L1 gradient target and the acceptance gap to P* that counts as optimal",
                 },
+                ParamInfo {
+                    name: "mode",
+                    default: "exact".into(),
+                    help: "exact (two-step, output law p) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
+                },
             ],
             both,
             ">= 1",
@@ -165,7 +171,11 @@ pub fn catalogue() -> Vec<SchemeInfo> {
         info(
             "ersd",
             "exponential races (Kobus & Gündüz): drafts are the first arrivals, the target's race winner is emitted",
-            vec![],
+            vec![ParamInfo {
+                name: "tree",
+                default: "chains".into(),
+                help: "chains (K chains of L tokens) or optimal (τ* of K·L nodes for the rank law measured so far in the generation)",
+            }],
             identical,
             ">= 1",
             DraftLaw::WithoutReplacement,
@@ -285,7 +295,14 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
             whole("s", DEFAULT_LP)?,
         )?),
         "greedy" => Box::new(Greedy),
-        "ersd" => Box::new(Ersd),
+        "ersd" => {
+            let tree = match get("tree") {
+                None | Some("chains") => RaceTree::Chains,
+                Some("optimal") => RaceTree::Optimal,
+                Some(v) => return fail(format!("ersd:tree={v}: tree must be chains or optimal")),
+            };
+            Box::new(Ersd { tree })
+        }
         "block" => Box::new(Block),
         "optimal" => {
             let tolerance = match get("tol") {
@@ -299,12 +316,18 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
             if set_budget == 0 {
                 return fail("optimal:sets=0: the set budget must be at least 1");
             }
+            let paper = match get("mode") {
+                None | Some("exact") => false,
+                Some("paper") => true,
+                Some(v) => return fail(format!("optimal:mode={v}: mode must be exact or paper")),
+            };
             Box::new(Optimal {
                 settings: GrSettings {
                     tolerance,
                     set_budget,
                     ..GrSettings::default()
                 },
+                paper,
             })
         }
         other => {

@@ -226,7 +226,7 @@ fn row(
 ) -> Result<AcceptRow, String> {
     let law = scheme.draft_law();
     let context = |e: crate::select::SchemeError| format!("{name}: {e}");
-    if scheme.decoding() == Decoding::Race {
+    if matches!(scheme.decoding(), Decoding::Race(_)) {
         let ranks = rank_law(p, drafts.law(0), drafts.k());
         return Ok(AcceptRow {
             scheme: name.to_string(),

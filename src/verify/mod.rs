@@ -171,7 +171,7 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
-    if scheme.decoding() == crate::select::Decoding::Race {
+    if matches!(scheme.decoding(), crate::select::Decoding::Race(_)) {
         return race::check_race_scheme(scheme, options);
     }
     let instances = instances_for(scheme, options.seed, options.instances);

@@ -74,6 +74,18 @@ pub struct GrStats {
     pub inner_items: usize,
     /// Some tokens share an item (the set budget was binding).
     pub grouped: bool,
+    /// Paper mode: `‖out − p‖₁` of the sampling slice, from its output law
+    /// in closed form (zero only at exact convergence without grouping).
+    pub paper_error: f64,
+    /// Paper mode: its landing probability, `1 −` the rejection mass.
+    pub paper_acceptance: f64,
+    /// `‖inflow − target‖₁` of the outer program and of the inner one
+    /// (with its reject item): what bounds `paper_error` without grouping.
+    pub outer_gradient_l1: f64,
+    pub inner_gradient_l1: f64,
+    /// `|Σ (inflow − p)|` of the inner program: the rejection mass's error,
+    /// which the slice hands on to the outer residual.
+    pub inner_gradient_sum: f64,
 }
 
 impl GrStats {
@@ -102,6 +114,9 @@ pub struct GlobalResolution {
     inner_gamma: Vec<f64>,
     /// `p_I` aligned with `classes`.
     intermediate: Vec<f64>,
+    /// Paper mode's outer residual `r ∝ p − t̄` over the tokens outside
+    /// `H*` (those with `q = 0` included), normalised, with its CDF order.
+    residual: Vec<(u32, f64)>,
     pub stats: GrStats,
 }
 
@@ -136,8 +151,11 @@ impl GlobalResolution {
         let inner_tokens = &order[..m_star];
         let outer_tokens = &order[m_star..];
         let inner_mass: f64 = inner_tokens.iter().map(|&x| q.get(x)).sum();
-        // Each program gets half the tolerance: the plan's error is their sum.
-        let tolerance = settings.tolerance / 2.0;
+        // Paper mode's marginal error is at most ‖∇_outer‖₁ + 2‖∇_inner‖₁ (the
+        // inner error reappears in the rejection mass): half the tolerance
+        // to the outer program, a quarter to the inner one.
+        let (outer_tolerance, inner_tolerance) =
+            (settings.tolerance / 2.0, settings.tolerance / 4.0);
 
         // Outer program: groups of outer tokens, midpoint targets.
         let outer_groups = groups(p, q, outer_tokens, n, settings.set_budget);
@@ -150,7 +168,7 @@ impl GlobalResolution {
             .collect();
         let outer_family = family(&outer_q, inner_mass, n);
         let mut outer = LuceProgram::new(outer_family, outer_targets, 0.0, initial);
-        let outer_report = outer.solve(tolerance, settings.max_iterations);
+        let outer_report = outer.solve(outer_tolerance, settings.max_iterations);
 
         // Inner program: groups of H* tokens with p > 0; targets p.
         let positive: Vec<u32> = inner_tokens
@@ -165,7 +183,7 @@ impl GlobalResolution {
         let inner_family = family(&inner_q, null_mass.max(0.0), n);
         let initial = vec![1.0; inner_targets.len()];
         let mut inner = LuceProgram::new(inner_family, inner_targets, 1.0, initial);
-        let inner_report = inner.solve(tolerance, settings.max_iterations);
+        let inner_report = inner.solve(inner_tolerance, settings.max_iterations);
 
         // Exact mode: no reject option; p_I is the inflow, split within a
         // group in proportion to q.
@@ -191,6 +209,26 @@ impl GlobalResolution {
         classes.sort_unstable_by_key(|c| c.0);
         let intermediate: Vec<f64> = classes.iter().map(|c| c.2).collect();
         let selection_acceptance: f64 = classes.iter().map(|c| p.get(c.0).min(c.2)).sum();
+
+        // Paper mode: the inner rule keeps its reject item.
+        let inner_paper = inner.inflow_with(&inner.gamma, 1.0);
+        let paper = PaperSlice {
+            p,
+            q,
+            outer_groups: &outer_groups,
+            outer_targets: &outer.targets,
+            outer_inflow: &outer_inflow,
+            inner_groups: &inner_groups,
+            inner_inflow: &inner_paper,
+            inner_mass_n: inner_mass.powi(n as i32),
+        };
+        let residual = paper.residual(&classes);
+        let (paper_error, reject_mass) = paper.error(&residual);
+        let inner_gradient: Vec<f64> = inner_paper
+            .iter()
+            .zip(&inner.targets)
+            .map(|(a, b)| a - b)
+            .collect();
         let stats = GrStats {
             alpha_star,
             selection_acceptance,
@@ -200,12 +238,18 @@ impl GlobalResolution {
             outer_items: outer_groups.len(),
             inner_items: inner_groups.len(),
             grouped: outer_groups.len() < outer_tokens.len() || inner_groups.len() < positive.len(),
+            paper_error,
+            paper_acceptance: 1.0 - reject_mass,
+            outer_gradient_l1: outer_report.gradient_l1,
+            inner_gradient_l1: inner_gradient.iter().map(|g| g.abs()).sum(),
+            inner_gradient_sum: inner_gradient.iter().sum::<f64>().abs(),
         };
         Self {
             classes: classes.iter().map(|c| (c.0, c.1)).collect(),
             outer_gamma: outer.gamma,
             inner_gamma: inner.gamma,
             intermediate,
+            residual,
             stats,
         }
     }
@@ -255,6 +299,128 @@ impl GlobalResolution {
             w.1 /= total;
         }
         weights
+    }
+}
+
+impl GlobalResolution {
+    /// Paper mode's sampling slice (`SCHEMES.md` i, step 5) as a law over
+    /// the tuple's tokens plus the outer residual: `(choices, reject)`.
+    /// An outer tuple chooses among the outer groups present by Luce and is
+    /// always accepted; an inner tuple chooses group `g` with probability
+    /// `γ_g / (1 + Σ)` and otherwise rejects onto `r`. A chosen group emits
+    /// its first input, as in exact mode.
+    pub fn paper_slice(&self, inputs: &[u32]) -> (Vec<(u32, f64)>, f64) {
+        let classes: Vec<Option<Class>> =
+            inputs.iter().map(|&x| self.class(x).map(|c| c.1)).collect();
+        if classes.iter().any(|c| matches!(c, Some(Class::Outer(_)))) {
+            return (self.alpha(inputs), 0.0);
+        }
+        let mut seen: Vec<u16> = Vec::with_capacity(inputs.len());
+        let mut weights: Vec<(u32, f64)> = Vec::with_capacity(inputs.len());
+        for (&x, class) in inputs.iter().zip(&classes) {
+            if let Some(Class::Inner(g)) = class
+                && !seen.contains(g)
+            {
+                seen.push(*g);
+                weights.push((x, self.inner_gamma[*g as usize]));
+            }
+        }
+        let total = 1.0 + weights.iter().map(|w| w.1).sum::<f64>();
+        for w in &mut weights {
+            w.1 /= total;
+        }
+        (weights, 1.0 / total)
+    }
+
+    /// Paper mode's outer residual law `r`, normalised.
+    pub fn residual(&self) -> &[(u32, f64)] {
+        &self.residual
+    }
+}
+
+/// The pieces of a solved node that paper mode's output law is made of.
+struct PaperSlice<'a> {
+    p: &'a Dist,
+    q: &'a Dist,
+    outer_groups: &'a [Group],
+    outer_targets: &'a [f64],
+    outer_inflow: &'a [f64],
+    inner_groups: &'a [Group],
+    /// Inner inflow with the reject item (what the slice gives each group).
+    inner_inflow: &'a [f64],
+    /// `q(H*)ⁿ`: the probability of an inner tuple.
+    inner_mass_n: f64,
+}
+
+impl PaperSlice<'_> {
+    /// `r ∝ p − t̄` outside `H*`. A group's residual `p_g − t̄_g` is split in
+    /// proportion to `p` (for single tokens this is `p − t̄` itself); tokens
+    /// with `q = 0` and `p > 0` keep `p`.
+    fn residual(&self, classes: &[(u32, Class, f64)]) -> Vec<(u32, f64)> {
+        let mut out: Vec<(u32, f64)> = Vec::new();
+        for (group, target) in self.outer_groups.iter().zip(self.outer_targets) {
+            let spare = (group.p - target).max(0.0);
+            if group.p > 0.0 && spare > 0.0 {
+                out.extend(
+                    group
+                        .tokens
+                        .iter()
+                        .map(|&x| (x, spare * self.p.get(x) / group.p)),
+                );
+            }
+        }
+        for &x in self.p.support() {
+            if self.q.get(x) == 0.0 && classes.binary_search_by_key(&x, |c| c.0).is_err() {
+                out.push((x, self.p.get(x)));
+            }
+        }
+        out.retain(|r| r.1 > 0.0);
+        out.sort_unstable_by_key(|r| r.0);
+        let total: f64 = out.iter().map(|r| r.1).sum();
+        if total > 0.0 {
+            out.iter_mut().for_each(|r| r.1 /= total);
+        }
+        out
+    }
+
+    /// `(‖out − p‖₁, rejection mass)` of the slice's output law, in closed
+    /// form: a group's mass goes to its tokens `∝ q`, the rejection mass
+    /// (inner tuples not accepted, null-only tuples included) to `r`.
+    fn error(&self, residual: &[(u32, f64)]) -> (f64, f64) {
+        let accepted_inner: f64 = self.inner_inflow.iter().sum();
+        let reject = (self.inner_mass_n - accepted_inner).max(0.0);
+        let mut out: Vec<(u32, f64)> = residual.iter().map(|&(x, r)| (x, reject * r)).collect();
+        let sides = [
+            (self.outer_groups, self.outer_inflow),
+            (self.inner_groups, self.inner_inflow),
+        ];
+        for (groups, inflow) in sides {
+            for (group, &mass) in groups.iter().zip(inflow) {
+                out.extend(
+                    group
+                        .tokens
+                        .iter()
+                        .map(|&x| (x, mass * self.q.get(x) / group.q)),
+                );
+            }
+        }
+        out.sort_unstable_by_key(|o| o.0);
+        let mut error = 0.0;
+        let mut covered = 0.0;
+        let mut i = 0;
+        while i < out.len() {
+            let x = out[i].0;
+            let mut mass = 0.0;
+            while i < out.len() && out[i].0 == x {
+                mass += out[i].1;
+                i += 1;
+            }
+            error += (mass - self.p.get(x)).abs();
+            covered += self.p.get(x);
+        }
+        // Target mass the slice never outputs (e.g. null tokens' p is 0, so
+        // this is only p outside every list).
+        (error + (1.0 - covered).max(0.0), reject)
     }
 }
 

@@ -26,6 +26,10 @@ use super::{SetMasses, input_set, pstar_flow};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Optimal {
     pub settings: GrSettings,
+    /// Identical drafts run Global Resolution's own sampling slice (with
+    /// rejection onto the outer residual) instead of exact mode. Its output
+    /// law is `p` only at exact convergence without grouping.
+    pub paper: bool,
 }
 
 impl Scheme for Optimal {
@@ -36,6 +40,9 @@ impl Scheme for Optimal {
     fn label(&self) -> String {
         let defaults = GrSettings::default();
         let mut label = self.id().to_string();
+        if self.paper {
+            label.push_str(":mode=paper");
+        }
         if self.settings.set_budget != defaults.set_budget {
             label.push_str(&format!(":sets={}", self.settings.set_budget));
         }
@@ -60,6 +67,14 @@ impl Scheme for Optimal {
         }
         if drafts.is_identical() {
             let rule = GlobalResolution::prepare(p, drafts.law(0), drafts.k(), &self.settings);
+            if self.paper {
+                let fallback = rule.stats.paper_error > self.settings.tolerance;
+                return Ok(Box::new(GrPaperNode {
+                    rule,
+                    vocab: p.vocab(),
+                    fallback,
+                }));
+            }
             let fallback = rule.stats.gap() > self.settings.tolerance;
             return Ok(Box::new(GrNode {
                 two_step: TwoStep {
@@ -112,6 +127,50 @@ impl Prepared for GrNode<'_> {
 
     fn selection_acceptance(&self) -> Option<f64> {
         Some(self.two_step.rule.0.stats.selection_acceptance)
+    }
+
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+}
+
+/// Paper mode at one node: Global Resolution's slice, rejections drawn
+/// from the outer residual. Nodes whose slice misses `p` by more than the
+/// tolerance (in L1, from the closed-form output law) count as fallbacks.
+struct GrPaperNode {
+    rule: GlobalResolution,
+    vocab: usize,
+    fallback: bool,
+}
+
+impl Prepared for GrPaperNode {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let (choices, reject) = self.rule.paper_slice(inputs);
+        let weight = |i: usize| choices.get(i).map_or(reject, |c| c.1);
+        match sample_with(choices.len() + 1, weight, rng.uniform()) {
+            Some(i) if i < choices.len() => choices[i].0,
+            _ => {
+                let residual = self.rule.residual();
+                sample_with(residual.len(), |i| residual[i].1, rng.uniform())
+                    .map_or(inputs[0], |i| residual[i].0)
+            }
+        }
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        let (choices, reject) = self.rule.paper_slice(inputs);
+        let mut law = vec![0.0; self.vocab];
+        for (x, w) in choices {
+            law[x as usize] += w;
+        }
+        for &(x, r) in self.rule.residual() {
+            law[x as usize] += reject * r;
+        }
+        law
+    }
+
+    fn acceptance(&self) -> Option<f64> {
+        Some(self.rule.stats.paper_acceptance)
     }
 
     fn fallback(&self) -> bool {
