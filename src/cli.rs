@@ -44,6 +44,42 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Look inside a model: the quickest check that it loads right.
+    Inspect {
+        #[command(subcommand)]
+        command: InspectCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InspectCommand {
+    /// The token ids of a text and the log-softmax of the next-token law after it.
+    Logits(InspectLogitsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InspectLogitsArgs {
+    /// A Hugging Face id (facebook/opt-125m) or a local model directory.
+    #[arg(long)]
+    pub model: String,
+    /// The text (tokenized as a prompt: BOS first).
+    #[arg(long)]
+    pub text: String,
+    /// Hub revision (branch, tag or commit).
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// f32, f16 or bf16.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    /// Most likely next tokens to list (table output).
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print `{"ids": [...], "logprobs": [...]}` (the full vocabulary).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `specbench run`: the config, then overrides of any of its fields.
@@ -51,7 +87,11 @@ pub enum Command {
 pub struct RunArgs {
     /// Experiment config (TOML). Default: experiments/default.toml, or the
     /// copy built into the binary when run outside a checkout.
+    #[arg(conflicts_with = "config_flag")]
     pub config: Option<PathBuf>,
+    /// The same, as a flag (`--config experiments/tiny.toml`).
+    #[arg(long = "config", value_name = "CONFIG")]
+    pub config_flag: Option<PathBuf>,
     /// Output directory (default results/<name>, results/<name>/shard-i-of-N for a shard).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -97,9 +137,21 @@ pub struct RunArgs {
     /// Seeds (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub seeds: Option<Vec<u64>>,
-    /// cpu, cuda or cuda:N.
+    /// cpu, cuda, cuda:N or auto.
     #[arg(long)]
     pub device: Option<String>,
+    /// Target model: a Hugging Face id (facebook/opt-13b) or a local directory.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Draft model: a Hugging Face id (facebook/opt-125m) or a local directory.
+    #[arg(long)]
+    pub draft: Option<String>,
+    /// Hub revision (branch, tag or commit) of both models.
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// Weight precision of real models: f32, f16 or bf16.
+    #[arg(long)]
+    pub dtype: Option<String>,
     /// Experiment name (the results/<name> directory).
     #[arg(long)]
     pub name: Option<String>,

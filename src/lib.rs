@@ -12,6 +12,7 @@ pub mod data;
 pub mod decode;
 pub mod dist;
 pub mod experiment;
+pub mod inspect;
 pub mod model;
 pub mod report;
 pub mod rng;

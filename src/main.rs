@@ -6,7 +6,7 @@ use clap::Parser;
 
 use specbench::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
 use specbench::bench::{BenchOptions, bench_select};
-use specbench::cli::{BenchCommand, Cli, Command, RunArgs, TheoryCommand};
+use specbench::cli::{BenchCommand, Cli, Command, InspectCommand, RunArgs, TheoryCommand};
 use specbench::experiment::merge::merge;
 use specbench::experiment::{Config, Overrides, RunOptions};
 use specbench::report::{pooled_vs_sd, summary_table};
@@ -18,6 +18,14 @@ use specbench::verify::{VerifyOptions, verify};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, which turns `specbench … | head` into a panic
+    // in println!; the default action ends the process quietly instead.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default at startup,
+    // before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(message) => {
@@ -52,6 +60,27 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 println!("{}", json(&schemes)?);
             } else {
                 print!("{}", specbench::select::registry::catalogue_table(&schemes));
+            }
+        }
+        Command::Inspect {
+            command: InspectCommand::Logits(args),
+        } => {
+            let request = specbench::inspect::InspectRequest {
+                model: &args.model,
+                text: &args.text,
+                revision: args.revision,
+                device: &args.device,
+                dtype: &args.dtype,
+                top: args.top,
+            };
+            let next = specbench::inspect::next_token(&request).map_err(|e| format!("{e:#}"))?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&next).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", specbench::inspect::next_token_table(&next));
             }
         }
         Command::Verify(args) => {
@@ -152,7 +181,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 }
 
 fn run_experiment(args: RunArgs) -> Result<(), String> {
-    let (mut config, source) = match &args.config {
+    let (mut config, source) = match args.config.as_ref().or(args.config_flag.as_ref()) {
         Some(path) => (
             Config::from_file(path).map_err(|e| format!("{e:#}"))?,
             path.display().to_string(),
@@ -173,6 +202,10 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         max_new_tokens: args.max_new_tokens,
         seeds: args.seeds,
         device: args.device,
+        target: args.target,
+        draft: args.draft,
+        revision: args.revision,
+        dtype: args.dtype,
         name: args.name,
     }
     .apply(&mut config);

@@ -298,20 +298,45 @@ fn paper_configs_and_bad_input_fail_with_one_line_and_write_nothing() {
         let config = Config::from_file(&path).unwrap();
         config.validate().unwrap();
         let out_dir = dir.join(&name);
-        let out = specbench(&[
-            "run",
-            path.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ]);
+        // Offline with an empty Hugging Face cache and on the CPU: the
+        // checkpoint cannot be found, and nothing is written.
+        let cache = dir.join("empty-hf-home");
+        let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args([
+                "run",
+                path.to_str().unwrap(),
+                "--device",
+                "cpu",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ])
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HOME", &cache)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{name}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.starts_with("error: model 'facebook/opt-13b'"),
+            stderr.starts_with(
+                "error: model 'facebook/opt-13b': config.json is not in the Hugging Face cache"
+            ),
             "{name}: {stderr}"
         );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(!out_dir.exists(), "{name} left files behind");
+        // As written (device = "cuda"), a CPU build says how to get CUDA.
+        if !cfg!(feature = "cuda") {
+            let out = specbench(&[
+                "run",
+                path.to_str().unwrap(),
+                "--out",
+                out_dir.to_str().unwrap(),
+            ]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name}");
+            assert!(stderr.contains("--features cuda"), "{name}: {stderr}");
+            assert!(!out_dir.exists(), "{name} left files behind");
+        }
     }
     assert!(papers >= 6);
     for (args, needle) in [

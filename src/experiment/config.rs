@@ -33,9 +33,17 @@ pub struct Models {
     /// `synthetic`, a Hugging Face id (`facebook/opt-13b`) or a local directory.
     pub target: String,
     pub draft: String,
-    /// `cpu` or `cuda` / `cuda:N`.
+    /// Hub revisions (branch, tag or commit) of the target and draft.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_revision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_revision: Option<String>,
+    /// `cpu`, `cuda`, `cuda:N` or `auto`.
     #[serde(default = "default_device")]
     pub device: String,
+    /// Weight precision of real models: `f32` (default), `f16`, `bf16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
     /// Parameters of the synthetic family (used when a model is `synthetic`).
     #[serde(default)]
     pub synthetic: SyntheticConfig,
@@ -196,6 +204,11 @@ pub struct Overrides {
     pub max_new_tokens: Option<usize>,
     pub seeds: Option<Vec<u64>>,
     pub device: Option<String>,
+    pub target: Option<String>,
+    pub draft: Option<String>,
+    /// One revision for both models.
+    pub revision: Option<String>,
+    pub dtype: Option<String>,
     pub name: Option<String>,
 }
 
@@ -223,6 +236,15 @@ impl Overrides {
         set(&mut config.decode.max_new_tokens, &self.max_new_tokens);
         set(&mut config.sweep.seeds, &self.seeds);
         set(&mut config.models.device, &self.device);
+        set(&mut config.models.target, &self.target);
+        set(&mut config.models.draft, &self.draft);
+        if self.revision.is_some() {
+            config.models.target_revision = self.revision.clone();
+            config.models.draft_revision = self.revision.clone();
+        }
+        if self.dtype.is_some() {
+            config.models.dtype = self.dtype.clone();
+        }
         set(&mut config.name, &self.name);
     }
 }

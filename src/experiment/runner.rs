@@ -76,12 +76,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     };
     // Load everything before touching the output, so a config that cannot
     // run fails without leaving files behind.
-    let mut models = load_pair(
-        &config.models.target,
-        &config.models.draft,
-        &config.models.device,
-        &config.models.synthetic,
-    )?;
+    let mut models = load_pair(&config.models)?;
     let prompts = load_prompts(config, &models)?;
 
     let out_dir = options

@@ -5,6 +5,10 @@
 //! cache back to the accepted prefix and keeps the one row that survived.
 //! Everything a speculative round needs, and nothing about schemes or files.
 
+pub mod checkpoint;
+pub mod hf_tokenizer;
+pub mod hub;
+pub mod opt;
 pub mod synthetic;
 pub mod tokenize;
 pub mod toy;
@@ -295,13 +299,14 @@ pub struct ModelPair {
 }
 
 /// Loads the pair a config names: `synthetic` (the embedded family, with
-/// `synthetic` parameters) or a checkpoint.
-pub fn load_pair(
-    target: &str,
-    draft: &str,
-    device: &str,
-    synthetic: &SyntheticConfig,
-) -> Result<ModelPair> {
+/// `synthetic` parameters) or real checkpoints (directories or hub ids).
+pub fn load_pair(models: &crate::experiment::config::Models) -> Result<ModelPair> {
+    let (target, draft, device) = (
+        models.target.as_str(),
+        models.draft.as_str(),
+        models.device.as_str(),
+    );
+    let synthetic = &models.synthetic;
     match (target, draft) {
         ("synthetic", "synthetic") => {
             if device != "cpu" {
@@ -326,8 +331,48 @@ pub fn load_pair(
         ("synthetic", other) | (other, "synthetic") => bail!(
             "model '{other}' is paired with a synthetic model: use synthetic for both, or real checkpoints for both"
         ),
-        (other, _) => bail!(
-            "model '{other}': loading Hugging Face checkpoints (OPT in candle) is not in this build yet; run the synthetic default (experiments/default.toml) until real-model support lands"
-        ),
+        _ => load_real_pair(models),
     }
+}
+
+/// Target and draft checkpoints that share one vocabulary and tokenizer.
+fn load_real_pair(models: &crate::experiment::config::Models) -> Result<ModelPair> {
+    let device = checkpoint::parse_device(&models.device)?;
+    let dtype = checkpoint::parse_dtype(models.dtype.as_deref().unwrap_or("f32"))?;
+    let options = |revision: &Option<String>| checkpoint::LoadOptions {
+        revision: revision.clone(),
+        device: device.clone(),
+        dtype,
+    };
+    let target = checkpoint::load_checkpoint(&models.target, &options(&models.target_revision))?;
+    let draft = checkpoint::load_checkpoint(&models.draft, &options(&models.draft_revision))?;
+    let (tv, dv) = (target.model.vocab_size(), draft.model.vocab_size());
+    if tv != dv {
+        bail!(
+            "draft/target vocabulary mismatch: {} has {tv} logits and {} has {dv}: use a draft and target from one model family (one tokenizer)",
+            models.target,
+            models.draft
+        );
+    }
+    let tokenizer = target.tokenizer.ok_or_else(|| {
+        anyhow::anyhow!(
+            "model '{}' ships no tokenizer (tokenizer.json, or vocab.json + merges.txt)",
+            models.target
+        )
+    })?;
+    if let Some(draft_tokenizer) = &draft.tokenizer {
+        let probe = "Speculative sampling: drafts, targets, 1234 ÄÖÜ.";
+        if draft_tokenizer.encode(probe)? != tokenizer.encode(probe)? {
+            bail!(
+                "draft/target tokenizer mismatch: {} and {} tokenize the same text differently: use a pair from one model family",
+                models.target,
+                models.draft
+            );
+        }
+    }
+    Ok(ModelPair {
+        target: target.model,
+        draft: draft.model,
+        tokenizer: Box::new(tokenizer),
+    })
 }

@@ -1,0 +1,199 @@
+//! Loading a real checkpoint: config.json decides the architecture, the
+//! weights go into a candle `VarBuilder` (memory-mapped safetensors, or
+//! PyTorch pickles read through `candle_core::pickle`), and the tokenizer
+//! comes from the same folder.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+
+use super::hf_tokenizer::HfTokenizer;
+use super::hub::{ModelFiles, ModelSource, WeightFormat};
+use super::opt::{Opt, OptConfig};
+use super::{CausalLm, ModelInfo};
+
+/// How to load: where and in what precision.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub revision: Option<String>,
+    pub device: Device,
+    pub dtype: DType,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            revision: None,
+            device: Device::Cpu,
+            dtype: DType::F32,
+        }
+    }
+}
+
+/// A loaded model with the tokenizer its folder ships (if any).
+pub struct Loaded {
+    pub model: Box<dyn CausalLm>,
+    pub tokenizer: Option<HfTokenizer>,
+    pub files: ModelFiles,
+    /// The architecture config.json names (`opt`, …).
+    pub architecture: String,
+}
+
+/// The architectures this build computes.
+pub const ARCHITECTURES: &[&str] = &["opt"];
+
+/// Loads `name` (a directory or a hub id).
+pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
+    let source = ModelSource::resolve(name, options.revision.as_deref())?;
+    let files = source.files()?;
+    let text = std::fs::read_to_string(&files.config)
+        .with_context(|| format!("reading {}", files.config.display()))?;
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", files.config.display()))?;
+    let architecture = config
+        .get("model_type")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .or_else(|| {
+            config
+                .get("architectures")
+                .and_then(|a| a.get(0))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "(none)".into());
+    let info = ModelInfo {
+        id: name.to_string(),
+        revision: files.revision.clone(),
+        vocab: 0,
+        dtype: dtype_name(options.dtype).into(),
+        device: device_name(&options.device),
+    };
+    let (model, bos): (Box<dyn CausalLm>, Option<u32>) = match architecture.as_str() {
+        "opt" | "OPTForCausalLM" => {
+            let opt: OptConfig = serde_json::from_value(config.clone())
+                .with_context(|| format!("{}: not a valid OPT config", files.config.display()))?;
+            let info = ModelInfo {
+                vocab: opt.vocab_size,
+                ..info
+            };
+            let bos = opt.bos_token_id;
+            let vb = var_builder(&files, options)?;
+            (Box::new(Opt::load(opt, vb, info)?), bos)
+        }
+        other => bail!(
+            "model '{name}': unknown architecture '{other}' in config.json: this build runs {}",
+            ARCHITECTURES.join(", ")
+        ),
+    };
+    let tokenizer = match &files.tokenizer {
+        Some(t) => Some(HfTokenizer::load(
+            t,
+            bos,
+            format!("{} ({})", files.name, tokenizer_kind(t)),
+        )?),
+        None => None,
+    };
+    Ok(Loaded {
+        model,
+        tokenizer,
+        files,
+        architecture,
+    })
+}
+
+fn tokenizer_kind(files: &super::hub::TokenizerFiles) -> &'static str {
+    match files {
+        super::hub::TokenizerFiles::Json(_) => "tokenizer.json",
+        super::hub::TokenizerFiles::VocabMerges { .. } => "vocab.json + merges.txt",
+    }
+}
+
+fn var_builder(files: &ModelFiles, options: &LoadOptions) -> Result<VarBuilder<'static>> {
+    match files.format {
+        WeightFormat::Safetensors => {
+            // SAFETY: the files are memory-mapped read-only; like every
+            // safetensors reader we rely on nobody truncating them while the
+            // model is alive.
+            unsafe {
+                VarBuilder::from_mmaped_safetensors(&files.weights, options.dtype, &options.device)
+            }
+            .with_context(|| format!("reading the safetensors of {}", files.name))
+        }
+        WeightFormat::PyTorch => {
+            let mut tensors: HashMap<String, Tensor> = HashMap::new();
+            for path in &files.weights {
+                let read = candle_core::pickle::read_all(path)
+                    .with_context(|| format!("reading PyTorch weights {}", path.display()))?;
+                tensors.extend(read);
+            }
+            Ok(VarBuilder::from_tensors(
+                tensors,
+                options.dtype,
+                &options.device,
+            ))
+        }
+    }
+}
+
+/// `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when this build has it and a
+/// device answers, else the CPU with a notice on stderr).
+pub fn parse_device(name: &str) -> Result<Device> {
+    let name = name.trim();
+    if name == "cpu" {
+        return Ok(Device::Cpu);
+    }
+    if name == "auto" {
+        if cfg!(feature = "cuda")
+            && let Ok(device) = Device::new_cuda(0)
+        {
+            return Ok(device);
+        }
+        eprintln!(
+            "note: --device auto: no CUDA device in this build or on this machine; using the CPU"
+        );
+        return Ok(Device::Cpu);
+    }
+    let ordinal = match name.strip_prefix("cuda") {
+        Some("") => 0,
+        Some(rest) => match rest.strip_prefix(':').and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => n,
+            None => bail!("device '{name}': use cpu, cuda, cuda:N or auto"),
+        },
+        None => bail!("device '{name}': use cpu, cuda, cuda:N or auto"),
+    };
+    if !cfg!(feature = "cuda") {
+        bail!(
+            "device '{name}': this build has no CUDA support: rebuild with `cargo build --release --features cuda` (or scripts/build-cuda.sh), or use --device cpu"
+        );
+    }
+    Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("device '{name}': {e}"))
+}
+
+/// `f32`, `f16` or `bf16`.
+pub fn parse_dtype(name: &str) -> Result<DType> {
+    match name.trim() {
+        "f32" | "float32" => Ok(DType::F32),
+        "f16" | "float16" => Ok(DType::F16),
+        "bf16" | "bfloat16" => Ok(DType::BF16),
+        other => bail!("dtype '{other}': use f32, f16 or bf16"),
+    }
+}
+
+pub fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        _ => "f32",
+    }
+}
+
+pub fn device_name(device: &Device) -> String {
+    match device {
+        Device::Cpu => "cpu".into(),
+        Device::Cuda(_) => "cuda".into(),
+        Device::Metal(_) => "metal".into(),
+    }
+}

@@ -1,0 +1,451 @@
+//! OPT (Zhang et al. 2022) as Hugging Face's `OPTForCausalLM` computes it,
+//! written on candle's tensors and layers, with the batched, truncatable KV
+//! cache speculative decoding needs (`../shared/spec/STACK.md`, "OPT").
+//!
+//! * Learned positions with OPT's offset of 2: token `i` after `past` cached
+//!   tokens reads row `past + i + 2` of `embed_positions`.
+//! * Pre-LayerNorm blocks (`do_layer_norm_before`: 125M, 1.3B … 66B) with a
+//!   final LayerNorm; post-LayerNorm blocks without it (350M), which also
+//!   projects the `word_embed_proj_dim` embeddings in and out of the hidden
+//!   width.
+//! * Attention with biases and `q` scaled by `head_dim^-½`; ReLU MLP; the LM
+//!   head is the token embedding (tied), so the logits have the embedding's
+//!   padded width (50272 for the public checkpoints).
+//!
+//! `forward(tokens, positions)` appends the same number of tokens to every
+//! row and returns logits at the requested positions; the cache keeps
+//! `[rows, heads, len, head_dim]` keys and values per layer, so `truncate`
+//! is a narrow and `select_rows` an index-select on the row dimension.
+
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, IndexOp, Module, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+
+use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
+
+/// The fields of `config.json` OPT needs (defaults as in `OPTConfig`).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct OptConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub ffn_dim: usize,
+    pub num_attention_heads: usize,
+    pub max_position_embeddings: usize,
+    #[serde(default)]
+    pub word_embed_proj_dim: Option<usize>,
+    #[serde(default = "yes")]
+    pub do_layer_norm_before: bool,
+    #[serde(default = "relu")]
+    pub activation_function: String,
+    #[serde(default = "yes")]
+    pub enable_bias: bool,
+    #[serde(default = "yes")]
+    pub layer_norm_elementwise_affine: bool,
+    #[serde(default, rename = "_remove_final_layer_norm")]
+    pub remove_final_layer_norm: bool,
+    #[serde(default)]
+    pub eos_token_id: Option<u32>,
+    #[serde(default)]
+    pub bos_token_id: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn relu() -> String {
+    "relu".into()
+}
+
+/// OPT's LayerNorm epsilon.
+const LAYER_NORM_EPS: f64 = 1e-5;
+/// OPT's learned positions start at row 2.
+const POSITION_OFFSET: usize = 2;
+
+impl OptConfig {
+    pub fn projection_dim(&self) -> usize {
+        self.word_embed_proj_dim.unwrap_or(self.hidden_size)
+    }
+
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_attention_heads
+    }
+
+    /// Refuses shapes this implementation does not compute the way
+    /// transformers does.
+    pub fn check(&self) -> Result<()> {
+        if self.activation_function != "relu" {
+            bail!(
+                "OPT with activation '{}' is not supported: every public OPT checkpoint uses relu",
+                self.activation_function
+            );
+        }
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
+            bail!(
+                "OPT config: hidden_size {} is not a multiple of num_attention_heads {}",
+                self.hidden_size,
+                self.num_attention_heads
+            );
+        }
+        Ok(())
+    }
+}
+
+fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
+    let vb = vb.pp(name);
+    let weight = vb
+        .get((output, input), "weight")
+        .with_context(|| format!("OPT weight {}.weight", vb.prefix()))?;
+    let bias = if bias {
+        Some(vb.get(output, "bias")?)
+    } else {
+        None
+    };
+    Ok(Linear::new(weight, bias))
+}
+
+fn layer_norm(vb: &VarBuilder, name: &str, size: usize, affine: bool) -> Result<LayerNorm> {
+    if !affine {
+        let device = vb.device();
+        let ones = Tensor::ones(size, vb.dtype(), device)?;
+        let zeros = Tensor::zeros(size, vb.dtype(), device)?;
+        return Ok(LayerNorm::new(ones, zeros, LAYER_NORM_EPS));
+    }
+    let vb = vb.pp(name);
+    Ok(LayerNorm::new(
+        vb.get(size, "weight")
+            .with_context(|| format!("OPT weight {}.weight", vb.prefix()))?,
+        vb.get(size, "bias")?,
+        LAYER_NORM_EPS,
+    ))
+}
+
+/// Keys and values of one layer: `[rows, heads, len, head_dim]`.
+#[derive(Clone, Debug, Default)]
+struct LayerCache {
+    kv: Option<(Tensor, Tensor)>,
+}
+
+struct Attention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    out: Linear,
+    heads: usize,
+    head_dim: usize,
+    scale: f64,
+}
+
+impl Attention {
+    fn load(vb: &VarBuilder, config: &OptConfig) -> Result<Self> {
+        let (h, bias) = (config.hidden_size, config.enable_bias);
+        Ok(Self {
+            q: linear(vb, "q_proj", h, h, bias)?,
+            k: linear(vb, "k_proj", h, h, bias)?,
+            v: linear(vb, "v_proj", h, h, bias)?,
+            out: linear(vb, "out_proj", h, h, bias)?,
+            heads: config.num_attention_heads,
+            head_dim: config.head_dim(),
+            scale: (config.head_dim() as f64).powf(-0.5),
+        })
+    }
+
+    /// `x`: `[rows, width, hidden]`; `mask`: `[width, past + width]` additive
+    /// (`None` for one new token, which sees everything cached).
+    fn forward(&self, x: &Tensor, mask: Option<&Tensor>, cache: &mut LayerCache) -> Result<Tensor> {
+        let (rows, width, hidden) = x.dims3()?;
+        let split = |t: Tensor| -> Result<Tensor> {
+            Ok(t.reshape((rows, width, self.heads, self.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let q = split((self.q.forward(x)? * self.scale)?)?;
+        let mut k = split(self.k.forward(x)?)?;
+        let mut v = split(self.v.forward(x)?)?;
+        if let Some((past_k, past_v)) = &cache.kv {
+            k = Tensor::cat(&[past_k, &k], 2)?;
+            v = Tensor::cat(&[past_v, &v], 2)?;
+        }
+        cache.kv = Some((k.clone(), v.clone()));
+        // Scores and softmax in f32 whatever the weights' dtype (as HF does).
+        let dtype = q.dtype();
+        let scores = q
+            .to_dtype(DType::F32)?
+            .matmul(&k.to_dtype(DType::F32)?.t()?)?;
+        let scores = match mask {
+            Some(mask) => scores.broadcast_add(mask)?,
+            None => scores,
+        };
+        let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
+        let context = weights
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((rows, width, hidden))?;
+        Ok(self.out.forward(&context)?)
+    }
+}
+
+struct Block {
+    attention: Attention,
+    attention_norm: LayerNorm,
+    fc1: Linear,
+    fc2: Linear,
+    mlp_norm: LayerNorm,
+}
+
+impl Block {
+    fn load(vb: &VarBuilder, config: &OptConfig) -> Result<Self> {
+        let (h, affine) = (config.hidden_size, config.layer_norm_elementwise_affine);
+        Ok(Self {
+            attention: Attention::load(&vb.pp("self_attn"), config)?,
+            attention_norm: layer_norm(vb, "self_attn_layer_norm", h, affine)?,
+            fc1: linear(vb, "fc1", h, config.ffn_dim, config.enable_bias)?,
+            fc2: linear(vb, "fc2", config.ffn_dim, h, config.enable_bias)?,
+            mlp_norm: layer_norm(vb, "final_layer_norm", h, affine)?,
+        })
+    }
+
+    fn forward(
+        &self,
+        x: &Tensor,
+        mask: Option<&Tensor>,
+        cache: &mut LayerCache,
+        pre_norm: bool,
+    ) -> Result<Tensor> {
+        let mlp =
+            |h: &Tensor| -> Result<Tensor> { Ok(self.fc2.forward(&self.fc1.forward(h)?.relu()?)?) };
+        if pre_norm {
+            let x = (x + self
+                .attention
+                .forward(&self.attention_norm.forward(x)?, mask, cache)?)?;
+            Ok((&x + mlp(&self.mlp_norm.forward(&x)?)?)?)
+        } else {
+            let x = self
+                .attention_norm
+                .forward(&(x + self.attention.forward(x, mask, cache)?)?)?;
+            Ok(self.mlp_norm.forward(&(&x + mlp(&x)?)?)?)
+        }
+    }
+}
+
+/// An OPT causal LM with a batched KV cache.
+pub struct Opt {
+    config: OptConfig,
+    embed_tokens: Embedding,
+    /// The token embedding, `[vocab, projection]`: the tied LM head.
+    lm_head: Tensor,
+    embed_positions: Tensor,
+    project_in: Option<Linear>,
+    project_out: Option<Linear>,
+    blocks: Vec<Block>,
+    final_norm: Option<LayerNorm>,
+    caches: Vec<LayerCache>,
+    cached: usize,
+    rows: usize,
+    device: Device,
+    info: ModelInfo,
+}
+
+impl Opt {
+    /// Builds the model from `vb` (rooted where `model.decoder.*` or
+    /// `decoder.*` tensors live; both prefixes are accepted).
+    pub fn load(config: OptConfig, vb: VarBuilder, info: ModelInfo) -> Result<Self> {
+        config.check()?;
+        let vb = if vb.contains_tensor("model.decoder.embed_tokens.weight") {
+            vb.pp("model.decoder")
+        } else if vb.contains_tensor("decoder.embed_tokens.weight") {
+            vb.pp("decoder")
+        } else {
+            bail!(
+                "the checkpoint has no OPT embedding (model.decoder.embed_tokens.weight or decoder.embed_tokens.weight): is it an OPT model?"
+            );
+        };
+        let (h, p) = (config.hidden_size, config.projection_dim());
+        let lm_head = vb.get((config.vocab_size, p), "embed_tokens.weight")?;
+        let embed_tokens = Embedding::new(lm_head.clone(), p);
+        let embed_positions = vb.get(
+            (config.max_position_embeddings + POSITION_OFFSET, h),
+            "embed_positions.weight",
+        )?;
+        let (project_in, project_out) = if p != h {
+            (
+                Some(linear(&vb, "project_in", p, h, false)?),
+                Some(linear(&vb, "project_out", h, p, false)?),
+            )
+        } else {
+            (None, None)
+        };
+        let blocks = (0..config.num_hidden_layers)
+            .map(|i| Block::load(&vb.pp(format!("layers.{i}")), &config))
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = if config.do_layer_norm_before && !config.remove_final_layer_norm {
+            Some(layer_norm(
+                &vb,
+                "final_layer_norm",
+                h,
+                config.layer_norm_elementwise_affine,
+            )?)
+        } else {
+            None
+        };
+        Ok(Self {
+            caches: vec![LayerCache::default(); blocks.len()],
+            config,
+            embed_tokens,
+            lm_head,
+            embed_positions,
+            project_in,
+            project_out,
+            blocks,
+            final_norm,
+            cached: 0,
+            rows: 1,
+            device: vb.device().clone(),
+            info,
+        })
+    }
+
+    pub fn config(&self) -> &OptConfig {
+        &self.config
+    }
+
+    /// Hidden states → logits `[rows, width, vocab]` (f32).
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = match &self.final_norm {
+            Some(norm) => norm.forward(x)?,
+            None => x.clone(),
+        };
+        let x = match &self.project_out {
+            Some(project) => project.forward(&x)?,
+            None => x,
+        };
+        let (rows, width, p) = x.dims3()?;
+        let logits = x.reshape((rows * width, p))?.matmul(&self.lm_head.t()?)?;
+        Ok(logits
+            .reshape((rows, width, self.config.vocab_size))?
+            .to_dtype(DType::F32)?)
+    }
+
+    /// The additive causal mask of `width` new tokens after `past` cached.
+    fn causal_mask(&self, width: usize, past: usize) -> Result<Tensor> {
+        let total = past + width;
+        let mask: Vec<f32> = (0..width)
+            .flat_map(|i| {
+                (0..total).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 })
+            })
+            .collect();
+        Ok(Tensor::from_vec(mask, (width, total), &self.device)?)
+    }
+}
+
+impl CausalLm for Opt {
+    fn vocab_size(&self) -> usize {
+        self.config.vocab_size
+    }
+
+    fn eos_token(&self) -> Option<u32> {
+        self.config.eos_token_id
+    }
+
+    fn max_positions(&self) -> Option<usize> {
+        Some(self.config.max_position_embeddings)
+    }
+
+    fn reset(&mut self) {
+        self.caches.iter_mut().for_each(|c| c.kv = None);
+        self.cached = 0;
+        self.rows = 1;
+    }
+
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn cached_len(&self) -> usize {
+        self.cached
+    }
+
+    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
+        let width = check_forward(self, tokens)?;
+        let rows = tokens.len();
+        let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
+        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
+        let past = self.cached;
+        let x = self.embed_tokens.forward(&ids)?;
+        let x = match &self.project_in {
+            Some(project) => project.forward(&x)?,
+            None => x,
+        };
+        let position_rows = self
+            .embed_positions
+            .narrow(0, past + POSITION_OFFSET, width)?;
+        let mut x = x.broadcast_add(&position_rows.unsqueeze(0)?)?;
+        let mask = if width > 1 {
+            Some(self.causal_mask(width, past)?)
+        } else {
+            None
+        };
+        let pre_norm = self.config.do_layer_norm_before;
+        for (block, cache) in self.blocks.iter().zip(self.caches.iter_mut()) {
+            x = block.forward(&x, mask.as_ref(), cache, pre_norm)?;
+        }
+        self.cached += width;
+        let (x, returned) = match positions {
+            Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
+            Positions::All => (x, width),
+        };
+        let logits = self.head(&x)?;
+        let data = logits.flatten_all()?.to_vec1::<f32>()?;
+        Ok(Logits {
+            rows,
+            positions: returned,
+            vocab: self.config.vocab_size,
+            data,
+        })
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        if len > self.cached {
+            bail!(
+                "cannot truncate a cache of {} positions to {len}",
+                self.cached
+            );
+        }
+        for cache in &mut self.caches {
+            if let Some((k, v)) = &cache.kv {
+                cache.kv = if len == 0 {
+                    None
+                } else {
+                    Some((k.narrow(2, 0, len)?, v.narrow(2, 0, len)?))
+                };
+            }
+        }
+        self.cached = len;
+        Ok(())
+    }
+
+    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
+        check_rows(self, rows)?;
+        let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+        let index = Tensor::from_vec(index, rows.len(), &self.device)?;
+        for cache in &mut self.caches {
+            if let Some((k, v)) = &cache.kv {
+                // A truncated cache is a narrowed view: index-select needs
+                // it contiguous (a no-op otherwise).
+                cache.kv = Some((
+                    k.contiguous()?.index_select(&index, 0)?,
+                    v.contiguous()?.index_select(&index, 0)?,
+                ));
+            }
+        }
+        self.rows = rows.len();
+        Ok(())
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+}

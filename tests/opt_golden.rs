@@ -1,0 +1,166 @@
+//! OPT in candle against Hugging Face transformers (`scripts/golden_opt.py`
+//! wrote the fixtures): all-position logits of a two-row batch to 1e-4 for a
+//! pre-LayerNorm model, a 350M-style post-LayerNorm model with
+//! project_in/out, and the same weights as a PyTorch pickle named
+//! `decoder.*`; then the cache: token-by-token decoding, a rollback and row
+//! selection must reproduce the full forward.
+
+use std::path::{Path, PathBuf};
+
+use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
+use specbench::model::{CausalLm, Positions};
+
+const TOLERANCE: f32 = 1e-4;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+struct Golden {
+    rows: Vec<Vec<u32>>,
+    /// `[row][position][vocab]` flattened.
+    logits: Vec<f32>,
+    vocab: usize,
+}
+
+fn golden(model: &str) -> Golden {
+    let text = std::fs::read_to_string(fixtures().join("opt_golden.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows: Vec<Vec<u32>> = serde_json::from_value(json["rows"].clone()).unwrap();
+    let entry = &json["models"][model];
+    let shape: Vec<usize> = serde_json::from_value(entry["shape"].clone()).unwrap();
+    let logits: Vec<f32> = serde_json::from_value(entry["logits"].clone()).unwrap();
+    Golden {
+        rows,
+        logits,
+        vocab: shape[2],
+    }
+}
+
+impl Golden {
+    fn at(&self, row: usize, position: usize) -> &[f32] {
+        let width = self.rows[0].len();
+        let start = (row * width + position) * self.vocab;
+        &self.logits[start..start + self.vocab]
+    }
+}
+
+fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+fn load(dir: &str) -> Box<dyn CausalLm> {
+    load_checkpoint(
+        fixtures().join(dir).to_str().unwrap(),
+        &LoadOptions::default(),
+    )
+    .unwrap()
+    .model
+}
+
+fn full_forward_matches(dir: &str, golden_name: &str) {
+    let g = golden(golden_name);
+    let mut model = load(dir);
+    assert_eq!(model.vocab_size(), g.vocab);
+    model.select_rows(&[0, 0]).unwrap();
+    let feed: Vec<&[u32]> = g.rows.iter().map(Vec::as_slice).collect();
+    let logits = model.forward(&feed, Positions::All).unwrap();
+    let mut worst: f32 = 0.0;
+    for r in 0..2 {
+        for t in 0..g.rows[0].len() {
+            worst = worst.max(max_difference(logits.at(r, t), g.at(r, t)));
+        }
+    }
+    eprintln!("{dir}: max |candle − transformers| = {worst:.2e}");
+    assert!(worst < TOLERANCE, "{dir}: {worst}");
+}
+
+#[test]
+fn pre_layer_norm_opt_matches_transformers() {
+    full_forward_matches("opt-tiny-preln", "opt-tiny-preln");
+}
+
+#[test]
+fn post_layer_norm_opt_with_projections_matches_transformers() {
+    full_forward_matches("opt-tiny-postln", "opt-tiny-postln");
+}
+
+#[test]
+fn pytorch_pickle_weights_named_decoder_load_the_same() {
+    full_forward_matches("opt-tiny-preln-bin", "opt-tiny-preln");
+}
+
+#[test]
+fn the_cache_reproduces_the_full_forward_incrementally_after_rollback_and_row_selection() {
+    for name in ["opt-tiny-preln", "opt-tiny-postln"] {
+        let g = golden(name);
+        let mut model = load(name);
+        let row = &g.rows[1];
+        // Prefill 4 tokens, then one token at a time.
+        let first = model.forward(&[&row[..4]], Positions::All).unwrap();
+        for t in 0..4 {
+            assert!(max_difference(first.at(0, t), g.at(1, t)) < TOLERANCE);
+        }
+        for t in 4..8 {
+            let step = model.forward(&[&row[t..t + 1]], Positions::Last).unwrap();
+            let d = max_difference(step.at(0, 0), g.at(1, t));
+            assert!(d < TOLERANCE, "{name} step {t}: {d}");
+        }
+        // Roll back to 6 cached tokens, copy the row, and feed the rest to
+        // both copies in one call.
+        model.truncate(6).unwrap();
+        assert_eq!(model.cached_len(), 6);
+        model.select_rows(&[0, 0]).unwrap();
+        let rest = model
+            .forward(&[&row[6..], &row[6..]], Positions::All)
+            .unwrap();
+        for copy in 0..2 {
+            for t in 6..row.len() {
+                let d = max_difference(rest.at(copy, t - 6), g.at(1, t));
+                assert!(d < TOLERANCE, "{name} after rollback, position {t}: {d}");
+            }
+        }
+        model.select_rows(&[1]).unwrap();
+        // Two rows sharing a prefix of row 0, diverging after it: keep the
+        // second copy, which must continue row 0 exactly.
+        model.reset();
+        let row0 = &g.rows[0];
+        model.forward(&[&row0[..5]], Positions::Last).unwrap();
+        model.select_rows(&[0, 0, 0]).unwrap();
+        let other = [row[5], row[6]];
+        model
+            .forward(&[&other, &row0[5..7], &other], Positions::All)
+            .unwrap();
+        model.select_rows(&[1]).unwrap();
+        let next = model.forward(&[&row0[7..8]], Positions::Last).unwrap();
+        let d = max_difference(next.at(0, 0), g.at(0, 7));
+        assert!(d < TOLERANCE, "{name} after select_rows: {d}");
+    }
+}
+
+#[test]
+fn bad_checkpoints_fail_with_a_clear_message() {
+    let dir = std::env::temp_dir().join(format!("specbench-bad-ckpt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = |dir: &Path| {
+        load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default())
+            .err()
+            .expect("must fail")
+            .to_string()
+    };
+    assert!(err(&dir).contains("has no config.json"), "{}", err(&dir));
+    std::fs::write(dir.join("config.json"), r#"{"model_type": "gpt_neox"}"#).unwrap();
+    std::fs::write(dir.join("model.safetensors"), b"").unwrap();
+    assert!(
+        err(&dir).contains("unknown architecture 'gpt_neox'"),
+        "{}",
+        err(&dir)
+    );
+    std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+    assert!(err(&dir).contains("has no weights"), "{}", err(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
