@@ -221,6 +221,45 @@ pub enum BenchCommand {
     /// The optimal sampler (Global Resolution) and ERSD at full vocabularies:
     /// time per token, marginal error, acceptance gap, fallbacks.
     Optimal(BenchOptimalArgs),
+    /// Forward time of OPT-shaped models with random weights: prompt
+    /// processing, decode step, verification call.
+    Model(BenchModelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchModelArgs {
+    /// OPT sizes, comma-separated (125m, 350m, 1.3b, 2.7b, 6.7b, 13b, 30b, 66b).
+    #[arg(long, value_delimiter = ',', default_value = "125m")]
+    pub sizes: Vec<String>,
+    /// Batch sizes (rows), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub batches: Vec<usize>,
+    /// Prompt tokens per row.
+    #[arg(long, default_value_t = 128)]
+    pub prompt: usize,
+    /// Decode steps timed after the prompt.
+    #[arg(long, default_value_t = 32)]
+    pub steps: usize,
+    /// Verification rows K.
+    #[arg(long, default_value_t = 2)]
+    pub drafts: usize,
+    /// Draft length L (the verification call feeds L + 1 tokens per row).
+    #[arg(long, default_value_t = 5)]
+    pub draft_len: usize,
+    /// Timed repetitions of prefill and verification.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// f32, f16 or bf16.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

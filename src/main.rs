@@ -145,6 +145,39 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
         }
         Command::Bench {
+            command: BenchCommand::Model(args),
+        } => {
+            use specbench::bench::model::{ModelBenchOptions, bench_model, model_table};
+            use specbench::model::checkpoint::{parse_device, parse_dtype};
+            if args.batches.contains(&0)
+                || args.drafts == 0
+                || args.prompt == 0
+                || args.repeats == 0
+            {
+                return Err(
+                    "--batches, --drafts, --prompt and --repeats must be at least 1".into(),
+                );
+            }
+            let options = ModelBenchOptions {
+                sizes: args.sizes,
+                batches: args.batches,
+                prompt: args.prompt,
+                steps: args.steps.max(1),
+                drafts: args.drafts,
+                draft_len: args.draft_len,
+                repeats: args.repeats,
+                device: parse_device(&args.device).map_err(|e| format!("{e:#}"))?,
+                dtype: parse_dtype(&args.dtype).map_err(|e| format!("{e:#}"))?,
+                seed: args.seed,
+            };
+            let rows = bench_model(&options).map_err(|e| format!("{e:#}"))?;
+            if args.json {
+                println!("{}", json(&rows)?);
+            } else {
+                print!("{}", model_table(&rows, &options));
+            }
+        }
+        Command::Bench {
             command: BenchCommand::Optimal(args),
         } => {
             let mut options = OptimalBenchOptions {

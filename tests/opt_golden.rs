@@ -164,3 +164,29 @@ fn bad_checkpoints_fail_with_a_clear_message() {
     assert!(err(&dir).contains("has no weights"), "{}", err(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_tensor_layout_matches_what_transformers_saves() {
+    // `tensor_shapes` (used for random-weight benchmarks) names and shapes
+    // every tensor exactly as save_pretrained wrote them.
+    use specbench::model::opt::{OptConfig, tensor_shapes};
+    for name in ["opt-tiny-preln", "opt-tiny-postln"] {
+        let dir = fixtures().join(name);
+        let config: OptConfig =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap())
+                .unwrap();
+        let saved = candle_core::safetensors::load(
+            dir.join("model.safetensors"),
+            &candle_core::Device::Cpu,
+        )
+        .unwrap();
+        let mut saved: Vec<(String, Vec<usize>)> = saved
+            .into_iter()
+            .map(|(k, t)| (k, t.dims().to_vec()))
+            .collect();
+        saved.sort();
+        let mut ours = tensor_shapes(&config);
+        ours.sort();
+        assert_eq!(ours, saved, "{name}");
+    }
+}

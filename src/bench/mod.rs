@@ -2,6 +2,7 @@
 //! node. In a decoding loop every token position is a fresh node, so one
 //! "token" is `prepare` + `select` on a drafted tuple.
 
+pub mod model;
 pub mod optimal;
 
 use std::fmt::Write as _;

@@ -94,6 +94,120 @@ impl OptConfig {
     }
 }
 
+/// Every tensor an OPT checkpoint holds for `config`, as `save_pretrained`
+/// names them (`model.decoder.*`), with its shape.
+pub fn tensor_shapes(config: &OptConfig) -> Vec<(String, Vec<usize>)> {
+    let (h, p, f) = (config.hidden_size, config.projection_dim(), config.ffn_dim);
+    let mut out = vec![
+        (
+            "embed_tokens.weight".to_string(),
+            vec![config.vocab_size, p],
+        ),
+        (
+            "embed_positions.weight".to_string(),
+            vec![config.max_position_embeddings + POSITION_OFFSET, h],
+        ),
+    ];
+    if p != h {
+        out.push(("project_in.weight".into(), vec![h, p]));
+        out.push(("project_out.weight".into(), vec![p, h]));
+    }
+    if config.do_layer_norm_before && !config.remove_final_layer_norm {
+        out.push(("final_layer_norm.weight".into(), vec![h]));
+        out.push(("final_layer_norm.bias".into(), vec![h]));
+    }
+    for i in 0..config.num_hidden_layers {
+        let layer = format!("layers.{i}");
+        for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+            out.push((format!("{layer}.self_attn.{proj}.weight"), vec![h, h]));
+            out.push((format!("{layer}.self_attn.{proj}.bias"), vec![h]));
+        }
+        for norm in ["self_attn_layer_norm", "final_layer_norm"] {
+            out.push((format!("{layer}.{norm}.weight"), vec![h]));
+            out.push((format!("{layer}.{norm}.bias"), vec![h]));
+        }
+        out.push((format!("{layer}.fc1.weight"), vec![f, h]));
+        out.push((format!("{layer}.fc1.bias"), vec![f]));
+        out.push((format!("{layer}.fc2.weight"), vec![h, f]));
+        out.push((format!("{layer}.fc2.bias"), vec![h]));
+    }
+    out.into_iter()
+        .map(|(name, shape)| (format!("model.decoder.{name}"), shape))
+        .collect()
+}
+
+/// An OPT of `config`'s shape with weights drawn from N(0, 0.02²), as
+/// transformers initialises one: for benchmarks, no download needed.
+pub fn random_opt(config: OptConfig, device: &Device, dtype: DType, seed: u64) -> Result<Opt> {
+    // The CPU generator cannot be seeded: draw on the host there, on the
+    // device's own seeded generator elsewhere (13B of host draws is slow).
+    let mut host = match device {
+        Device::Cpu => Some(crate::rng::SpecRng::new(seed)),
+        _ => {
+            device.set_seed(seed)?;
+            None
+        }
+    };
+    let mut tensors = std::collections::HashMap::new();
+    for (name, shape) in tensor_shapes(&config) {
+        let t = match host.as_mut() {
+            Some(rng) => {
+                let n: usize = shape.iter().product();
+                let normal = rand_distr::Normal::new(0.0f32, 0.02).expect("valid");
+                let values: Vec<f32> = (0..n)
+                    .map(|_| rand_distr::Distribution::sample(&normal, rng.generator()))
+                    .collect();
+                Tensor::from_vec(values, shape, device)?
+            }
+            None => Tensor::randn(0f32, 0.02, shape, device)?,
+        };
+        tensors.insert(name, t.to_dtype(dtype)?);
+    }
+    let vb = VarBuilder::from_tensors(tensors, dtype, device);
+    let info = ModelInfo {
+        id: format!(
+            "random OPT ({} layers, hidden {}, seed {seed})",
+            config.num_hidden_layers, config.hidden_size
+        ),
+        revision: format!("random seed {seed}"),
+        vocab: config.vocab_size,
+        dtype: super::checkpoint::dtype_name(dtype).into(),
+        device: super::checkpoint::device_name(device),
+    };
+    Opt::load(config, vb, info)
+}
+
+/// The public OPT sizes' shapes (vocabulary 50272, 2048 positions).
+pub fn opt_shape(size: &str) -> Result<OptConfig> {
+    let (hidden, layers, heads, proj, pre_norm) = match size {
+        "125m" => (768, 12, 12, 768, true),
+        "350m" => (1024, 24, 16, 512, false),
+        "1.3b" => (2048, 24, 32, 2048, true),
+        "2.7b" => (2560, 32, 32, 2560, true),
+        "6.7b" => (4096, 32, 32, 4096, true),
+        "13b" => (5120, 40, 40, 5120, true),
+        "30b" => (7168, 48, 56, 7168, true),
+        "66b" => (9216, 64, 72, 9216, true),
+        other => bail!("OPT size '{other}': use 125m, 350m, 1.3b, 2.7b, 6.7b, 13b, 30b or 66b"),
+    };
+    Ok(OptConfig {
+        vocab_size: 50272,
+        hidden_size: hidden,
+        num_hidden_layers: layers,
+        ffn_dim: 4 * hidden,
+        num_attention_heads: heads,
+        max_position_embeddings: 2048,
+        word_embed_proj_dim: Some(proj),
+        do_layer_norm_before: pre_norm,
+        activation_function: "relu".into(),
+        enable_bias: true,
+        layer_norm_elementwise_affine: true,
+        remove_final_layer_norm: false,
+        eos_token_id: Some(2),
+        bos_token_id: Some(2),
+    })
+}
+
 fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
     let vb = vb.pp(name);
     let weight = vb
