@@ -1,7 +1,7 @@
 //! The trained tiny OPT pair in `../shared/models` (skipped with a message
 //! when absent): it loads, tokenizes as transformers does (tokenizer.json
 //! and vocab.json + merges.txt alike), `inspect logits` matches the values
-//! `scripts/golden_opt.py` recorded from transformers, and the pair
+//! `scripts/golden_models.py` recorded from transformers, and the pair
 //! generates through the speculative decoder.
 
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ fn shared(name: &str) -> Option<PathBuf> {
 }
 
 fn golden() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opt_golden.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -269,4 +269,29 @@ fn hub_ids_load_offline_from_a_hugging_face_cache() {
     );
     assert_eq!(stderr.lines().count(), 1);
     std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn a_pair_with_different_vocabularies_is_refused_before_anything_is_written() {
+    use std::process::Command;
+    let Some(target) = shared("tiny-opt-target") else {
+        return;
+    };
+    let draft = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opt-tiny-preln");
+    let out_dir = std::env::temp_dir().join(format!("specbench-mismatch-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(["run", "--target", target.to_str().unwrap(), "--draft"])
+        .arg(&draft)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("vocabulary mismatch") && stderr.contains("8192"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!out_dir.exists());
 }

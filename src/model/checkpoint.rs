@@ -11,6 +11,7 @@ use candle_nn::VarBuilder;
 
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
+use super::llama::{Llama, LlamaConfig};
 use super::opt::{Opt, OptConfig};
 use super::{CausalLm, ModelInfo};
 
@@ -42,7 +43,7 @@ pub struct Loaded {
 }
 
 /// The architectures this build computes.
-pub const ARCHITECTURES: &[&str] = &["opt"];
+pub const ARCHITECTURES: &[&str] = &["opt", "llama", "qwen2"];
 
 /// Loads `name` (a directory or a hub id).
 pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
@@ -82,6 +83,23 @@ pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
             let bos = opt.bos_token_id;
             let vb = var_builder(&files, options)?;
             (Box::new(Opt::load(opt, vb, info)?), bos)
+        }
+        "llama" | "LlamaForCausalLM" | "qwen2" | "Qwen2ForCausalLM" => {
+            let llama: LlamaConfig = serde_json::from_value(config.clone()).with_context(|| {
+                format!(
+                    "{}: not a valid {architecture} config",
+                    files.config.display()
+                )
+            })?;
+            let info = ModelInfo {
+                vocab: llama.vocab_size,
+                ..info
+            };
+            let qwen = architecture.starts_with("qwen2") || architecture.starts_with("Qwen2");
+            let vb = var_builder(&files, options)?;
+            // Llama 3 and Qwen2 tokenizer.json files carry their own BOS
+            // handling (Qwen has none): never prepend one here.
+            (Box::new(Llama::load(llama, vb, qwen, info)?), None)
         }
         other => bail!(
             "model '{name}': unknown architecture '{other}' in config.json: this build runs {}",

@@ -5,9 +5,12 @@
 //! cache back to the accepted prefix and keeps the one row that survived.
 //! Everything a speculative round needs, and nothing about schemes or files.
 
+pub mod aligned;
 pub mod checkpoint;
 pub mod hf_tokenizer;
 pub mod hub;
+pub mod kv_cache;
+pub mod llama;
 pub mod opt;
 pub mod synthetic;
 pub mod tokenize;
@@ -346,14 +349,6 @@ fn load_real_pair(models: &crate::experiment::config::Models) -> Result<ModelPai
     };
     let target = checkpoint::load_checkpoint(&models.target, &options(&models.target_revision))?;
     let draft = checkpoint::load_checkpoint(&models.draft, &options(&models.draft_revision))?;
-    let (tv, dv) = (target.model.vocab_size(), draft.model.vocab_size());
-    if tv != dv {
-        bail!(
-            "draft/target vocabulary mismatch: {} has {tv} logits and {} has {dv}: use a draft and target from one model family (one tokenizer)",
-            models.target,
-            models.draft
-        );
-    }
     let tokenizer = target.tokenizer.ok_or_else(|| {
         anyhow::anyhow!(
             "model '{}' ships no tokenizer (tokenizer.json, or vocab.json + merges.txt)",
@@ -370,9 +365,29 @@ fn load_real_pair(models: &crate::experiment::config::Models) -> Result<ModelPai
             );
         }
     }
+    let (tv, dv) = (target.model.vocab_size(), draft.model.vocab_size());
+    let shared = tv.min(dv);
+    if tv != dv && tokenizer.vocab_size() > shared {
+        bail!(
+            "draft/target vocabulary mismatch: {} has {tv} logits and {} has {dv}, and the tokenizer has {} ids: use a draft and target from one model family",
+            models.target,
+            models.draft,
+            tokenizer.vocab_size()
+        );
+    }
+    // Widths that differ only past the tokenizer's ids (Qwen2.5 0.5B vs 7B)
+    // are cut to the shared width.
+    let (target_model, draft_model): (Box<dyn CausalLm>, Box<dyn CausalLm>) = if tv == dv {
+        (target.model, draft.model)
+    } else {
+        (
+            Box::new(aligned::Aligned::new(target.model, shared)),
+            Box::new(aligned::Aligned::new(draft.model, shared)),
+        )
+    };
     Ok(ModelPair {
-        target: target.model,
-        draft: draft.model,
+        target: target_model,
+        draft: draft_model,
         tokenizer: Box::new(tokenizer),
     })
 }

@@ -21,6 +21,7 @@ use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, IndexOp, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
+use super::kv_cache::{KvCache, causal_mask};
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
 /// The fields of `config.json` OPT needs (defaults as in `OPTConfig`).
@@ -237,12 +238,6 @@ fn layer_norm(vb: &VarBuilder, name: &str, size: usize, affine: bool) -> Result<
     ))
 }
 
-/// Keys and values of one layer: `[rows, heads, len, head_dim]`.
-#[derive(Clone, Debug, Default)]
-struct LayerCache {
-    kv: Option<(Tensor, Tensor)>,
-}
-
 struct Attention {
     q: Linear,
     k: Linear,
@@ -269,7 +264,13 @@ impl Attention {
 
     /// `x`: `[rows, width, hidden]`; `mask`: `[width, past + width]` additive
     /// (`None` for one new token, which sees everything cached).
-    fn forward(&self, x: &Tensor, mask: Option<&Tensor>, cache: &mut LayerCache) -> Result<Tensor> {
+    fn forward(
+        &self,
+        x: &Tensor,
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> Result<Tensor> {
         let (rows, width, hidden) = x.dims3()?;
         let split = |t: Tensor| -> Result<Tensor> {
             Ok(t.reshape((rows, width, self.heads, self.head_dim))?
@@ -277,13 +278,9 @@ impl Attention {
                 .contiguous()?)
         };
         let q = split((self.q.forward(x)? * self.scale)?)?;
-        let mut k = split(self.k.forward(x)?)?;
-        let mut v = split(self.v.forward(x)?)?;
-        if let Some((past_k, past_v)) = &cache.kv {
-            k = Tensor::cat(&[past_k, &k], 2)?;
-            v = Tensor::cat(&[past_v, &v], 2)?;
-        }
-        cache.kv = Some((k.clone(), v.clone()));
+        let k = split(self.k.forward(x)?)?;
+        let v = split(self.v.forward(x)?)?;
+        let (k, v) = cache.append(layer, k, v)?;
         // Scores and softmax in f32 whatever the weights' dtype (as HF does).
         let dtype = q.dtype();
         let scores = q
@@ -326,20 +323,24 @@ impl Block {
         &self,
         x: &Tensor,
         mask: Option<&Tensor>,
-        cache: &mut LayerCache,
+        cache: &mut KvCache,
+        layer: usize,
         pre_norm: bool,
     ) -> Result<Tensor> {
         let mlp =
             |h: &Tensor| -> Result<Tensor> { Ok(self.fc2.forward(&self.fc1.forward(h)?.relu()?)?) };
         if pre_norm {
-            let x = (x + self
-                .attention
-                .forward(&self.attention_norm.forward(x)?, mask, cache)?)?;
+            let x = (x + self.attention.forward(
+                &self.attention_norm.forward(x)?,
+                mask,
+                cache,
+                layer,
+            )?)?;
             Ok((&x + mlp(&self.mlp_norm.forward(&x)?)?)?)
         } else {
             let x = self
                 .attention_norm
-                .forward(&(x + self.attention.forward(x, mask, cache)?)?)?;
+                .forward(&(x + self.attention.forward(x, mask, cache, layer)?)?)?;
             Ok(self.mlp_norm.forward(&(&x + mlp(&x)?)?)?)
         }
     }
@@ -356,9 +357,7 @@ pub struct Opt {
     project_out: Option<Linear>,
     blocks: Vec<Block>,
     final_norm: Option<LayerNorm>,
-    caches: Vec<LayerCache>,
-    cached: usize,
-    rows: usize,
+    cache: KvCache,
     device: Device,
     info: ModelInfo,
 }
@@ -406,7 +405,7 @@ impl Opt {
             None
         };
         Ok(Self {
-            caches: vec![LayerCache::default(); blocks.len()],
+            cache: KvCache::new(blocks.len()),
             config,
             embed_tokens,
             lm_head,
@@ -415,8 +414,6 @@ impl Opt {
             project_out,
             blocks,
             final_norm,
-            cached: 0,
-            rows: 1,
             device: vb.device().clone(),
             info,
         })
@@ -442,17 +439,6 @@ impl Opt {
             .reshape((rows, width, self.config.vocab_size))?
             .to_dtype(DType::F32)?)
     }
-
-    /// The additive causal mask of `width` new tokens after `past` cached.
-    fn causal_mask(&self, width: usize, past: usize) -> Result<Tensor> {
-        let total = past + width;
-        let mask: Vec<f32> = (0..width)
-            .flat_map(|i| {
-                (0..total).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 })
-            })
-            .collect();
-        Ok(Tensor::from_vec(mask, (width, total), &self.device)?)
-    }
 }
 
 impl CausalLm for Opt {
@@ -469,17 +455,15 @@ impl CausalLm for Opt {
     }
 
     fn reset(&mut self) {
-        self.caches.iter_mut().for_each(|c| c.kv = None);
-        self.cached = 0;
-        self.rows = 1;
+        self.cache.reset();
     }
 
     fn rows(&self) -> usize {
-        self.rows
+        self.cache.rows()
     }
 
     fn cached_len(&self) -> usize {
-        self.cached
+        self.cache.len()
     }
 
     fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
@@ -487,7 +471,7 @@ impl CausalLm for Opt {
         let rows = tokens.len();
         let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
         let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
-        let past = self.cached;
+        let past = self.cache.len();
         let x = self.embed_tokens.forward(&ids)?;
         let x = match &self.project_in {
             Some(project) => project.forward(&x)?,
@@ -498,15 +482,15 @@ impl CausalLm for Opt {
             .narrow(0, past + POSITION_OFFSET, width)?;
         let mut x = x.broadcast_add(&position_rows.unsqueeze(0)?)?;
         let mask = if width > 1 {
-            Some(self.causal_mask(width, past)?)
+            Some(causal_mask(width, past, &self.device)?)
         } else {
             None
         };
         let pre_norm = self.config.do_layer_norm_before;
-        for (block, cache) in self.blocks.iter().zip(self.caches.iter_mut()) {
-            x = block.forward(&x, mask.as_ref(), cache, pre_norm)?;
+        for (layer, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, mask.as_ref(), &mut self.cache, layer, pre_norm)?;
         }
-        self.cached += width;
+        self.cache.advance(rows, width);
         let (x, returned) = match positions {
             Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
             Positions::All => (x, width),
@@ -522,41 +506,12 @@ impl CausalLm for Opt {
     }
 
     fn truncate(&mut self, len: usize) -> Result<()> {
-        if len > self.cached {
-            bail!(
-                "cannot truncate a cache of {} positions to {len}",
-                self.cached
-            );
-        }
-        for cache in &mut self.caches {
-            if let Some((k, v)) = &cache.kv {
-                cache.kv = if len == 0 {
-                    None
-                } else {
-                    Some((k.narrow(2, 0, len)?, v.narrow(2, 0, len)?))
-                };
-            }
-        }
-        self.cached = len;
-        Ok(())
+        self.cache.truncate(len)
     }
 
     fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
         check_rows(self, rows)?;
-        let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-        let index = Tensor::from_vec(index, rows.len(), &self.device)?;
-        for cache in &mut self.caches {
-            if let Some((k, v)) = &cache.kv {
-                // A truncated cache is a narrowed view: index-select needs
-                // it contiguous (a no-op otherwise).
-                cache.kv = Some((
-                    k.contiguous()?.index_select(&index, 0)?,
-                    v.contiguous()?.index_select(&index, 0)?,
-                ));
-            }
-        }
-        self.rows = rows.len();
-        Ok(())
+        self.cache.select_rows(rows, &self.device)
     }
 
     fn info(&self) -> ModelInfo {

@@ -1,9 +1,11 @@
-//! OPT in candle against Hugging Face transformers (`scripts/golden_opt.py`
-//! wrote the fixtures): all-position logits of a two-row batch to 1e-4 for a
-//! pre-LayerNorm model, a 350M-style post-LayerNorm model with
-//! project_in/out, and the same weights as a PyTorch pickle named
-//! `decoder.*`; then the cache: token-by-token decoding, a rollback and row
-//! selection must reproduce the full forward.
+//! The decoders written here against Hugging Face transformers
+//! (`scripts/golden_models.py` wrote the fixtures): all-position logits of a
+//! two-row batch to 1e-4 for a pre-LayerNorm OPT, a 350M-style
+//! post-LayerNorm OPT with project_in/out, the same OPT weights as a
+//! PyTorch pickle named `decoder.*`, a Llama 3 style model (GQA, llama3 rope
+//! scaling, tied head) and a Qwen2 one (q/k/v biases, untied head); then
+//! the cache: token-by-token decoding, a rollback and row selection must
+//! reproduce the full forward.
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +26,7 @@ struct Golden {
 }
 
 fn golden(model: &str) -> Golden {
-    let text = std::fs::read_to_string(fixtures().join("opt_golden.json")).unwrap();
+    let text = std::fs::read_to_string(fixtures().join("golden.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let rows: Vec<Vec<u32>> = serde_json::from_value(json["rows"].clone()).unwrap();
     let entry = &json["models"][model];
@@ -95,8 +97,23 @@ fn pytorch_pickle_weights_named_decoder_load_the_same() {
 }
 
 #[test]
+fn llama_3_with_grouped_queries_and_rope_scaling_matches_transformers() {
+    full_forward_matches("llama-tiny", "llama-tiny");
+}
+
+#[test]
+fn qwen2_with_qkv_biases_and_an_untied_head_matches_transformers() {
+    full_forward_matches("qwen2-tiny", "qwen2-tiny");
+}
+
+#[test]
 fn the_cache_reproduces_the_full_forward_incrementally_after_rollback_and_row_selection() {
-    for name in ["opt-tiny-preln", "opt-tiny-postln"] {
+    for name in [
+        "opt-tiny-preln",
+        "opt-tiny-postln",
+        "llama-tiny",
+        "qwen2-tiny",
+    ] {
         let g = golden(name);
         let mut model = load(name);
         let row = &g.rows[1];

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Golden logits for specbench's OPT (tests/opt_golden.rs).
+"""Golden logits for specbench's decoders (tests/golden_models.rs, tests/shared_models.rs).
 
-Creates two tiny random OPT models with Hugging Face transformers -- a
-pre-LayerNorm one (the 125M / 1.3B ... 66B layout) and a 350M-style one
-(post-LayerNorm, project_in/project_out with word_embed_proj_dim != hidden)
--- saves each with safetensors (and the pre-LN one also as a PyTorch
-pytorch_model.bin), and writes the logits transformers computes for a batch
-of two token rows at every position to tests/fixtures/opt_golden.json.
+Creates tiny random models with Hugging Face transformers -- a pre-LayerNorm
+OPT (the 125M / 1.3B ... 66B layout), a 350M-style OPT (post-LayerNorm,
+project_in/project_out with word_embed_proj_dim != hidden), a Llama 3 style
+model (grouped-query attention, llama3 rope scaling, tied head) and a Qwen2
+one (q/k/v biases, untied head) -- saves each with safetensors (and the
+pre-LN OPT also as a PyTorch pytorch_model.bin named decoder.*), and writes
+the logits transformers computes for a batch of two token rows at every
+position to tests/fixtures/golden.json.
 
 When ../shared/models/tiny-opt-target exists it also records what
 transformers gives for the text "The weather today": the token ids and the
 next-token log-softmax (checked by `specbench inspect logits`).
 
     python3 -m venv .venv && .venv/bin/pip install torch transformers safetensors
-    .venv/bin/python scripts/golden_opt.py
+    .venv/bin/python scripts/golden_models.py
 """
 
 import json
@@ -22,7 +24,8 @@ import sys
 
 import torch
 import transformers
-from transformers import AutoTokenizer, OPTConfig, OPTForCausalLM
+from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, OPTConfig,
+                          OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -39,6 +42,23 @@ MODELS = {
         num_attention_heads=4, max_position_embeddings=64, word_embed_proj_dim=16,
         do_layer_norm_before=False,
     ),
+}
+
+OTHERS = {
+    "llama-tiny": (LlamaForCausalLM, LlamaConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=True,
+        # Llama 3 frequency scaling, with a short original context so that
+        # all three bands (kept, scaled, smoothed) occur at head_dim 8.
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+        bos_token_id=1, eos_token_id=2)),
+    "qwen2-tiny": (Qwen2ForCausalLM, Qwen2Config(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=False,
+        eos_token_id=2)),
 }
 
 ROWS = [
@@ -75,6 +95,17 @@ def main():
             logits = model(torch.tensor(ROWS)).logits.float()
         golden["models"][name] = {"logits": logits.flatten().tolist(),
                                   "shape": list(logits.shape)}
+    for name, (cls, config) in OTHERS.items():
+        model = cls(config).eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.endswith("bias") or "norm" in pname:
+                    p.add_(0.1 * torch.randn_like(p))
+        model.save_pretrained(os.path.join(FIXTURES, name), safe_serialization=True)
+        with torch.no_grad():
+            logits = model(torch.tensor(ROWS)).logits.float()
+        golden["models"][name] = {"logits": logits.flatten().tolist(),
+                                  "shape": list(logits.shape)}
     if os.path.isdir(SHARED):
         tok = AutoTokenizer.from_pretrained(SHARED)
         model = OPTForCausalLM.from_pretrained(SHARED).eval()
@@ -87,9 +118,9 @@ def main():
         }
     else:
         print(f"{SHARED} absent: no shared-model golden values", file=sys.stderr)
-    with open(os.path.join(FIXTURES, "opt_golden.json"), "w") as f:
+    with open(os.path.join(FIXTURES, "golden.json"), "w") as f:
         json.dump(golden, f)
-    print("wrote", os.path.join(FIXTURES, "opt_golden.json"))
+    print("wrote", os.path.join(FIXTURES, "golden.json"))
 
 
 if __name__ == "__main__":

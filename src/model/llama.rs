@@ -1,0 +1,476 @@
+//! The Llama decoder family as Hugging Face's `LlamaForCausalLM` and
+//! `Qwen2ForCausalLM` compute it (Llama 3.x, Qwen2.5), on candle, with the
+//! shared [`KvCache`] so verification gets logits at every fed position and
+//! the cache rolls back.
+//!
+//! * RMSNorm before attention and before the MLP, a final RMSNorm.
+//! * Rotary positions (`rotate_half` layout) with `rope_theta`, and Llama
+//!   3's frequency scaling (`rope_scaling.rope_type = "llama3"`).
+//! * Grouped-query attention (`num_key_value_heads`), `q/k/v` biases where
+//!   the config asks (`attention_bias`, always for Qwen2), no output bias.
+//! * SwiGLU MLP `down(silu(gate(x)) · up(x))`; LM head tied to the
+//!   embedding or `lm_head.weight`.
+
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, IndexOp, Module, Tensor};
+use candle_nn::{Embedding, Linear, VarBuilder};
+
+use super::kv_cache::{KvCache, causal_mask};
+use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
+
+/// Llama 3's `rope_scaling` (transformers ≤ 4 and the hub checkpoints), or
+/// transformers 5's `rope_parameters`, which also carries `rope_theta`.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct RopeScaling {
+    #[serde(default)]
+    pub rope_theta: Option<f64>,
+    #[serde(default, alias = "type")]
+    pub rope_type: Option<String>,
+    #[serde(default)]
+    pub factor: Option<f64>,
+    #[serde(default)]
+    pub low_freq_factor: Option<f64>,
+    #[serde(default)]
+    pub high_freq_factor: Option<f64>,
+    #[serde(default)]
+    pub original_max_position_embeddings: Option<usize>,
+}
+
+/// The fields of `config.json` these decoders need.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct LlamaConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    #[serde(default)]
+    pub num_key_value_heads: Option<usize>,
+    #[serde(default)]
+    pub head_dim: Option<usize>,
+    pub max_position_embeddings: usize,
+    #[serde(default = "default_eps")]
+    pub rms_norm_eps: f64,
+    #[serde(default)]
+    pub rope_theta: Option<f64>,
+    #[serde(default)]
+    pub rope_scaling: Option<RopeScaling>,
+    #[serde(default)]
+    pub rope_parameters: Option<RopeScaling>,
+    #[serde(default)]
+    pub attention_bias: bool,
+    #[serde(default)]
+    pub mlp_bias: bool,
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    #[serde(default = "silu")]
+    pub hidden_act: String,
+    /// One id or a list (Llama 3.1 instruct lists several); the first one
+    /// stops generation.
+    #[serde(default)]
+    pub eos_token_id: Option<serde_json::Value>,
+    #[serde(default)]
+    pub bos_token_id: Option<u32>,
+}
+
+fn default_eps() -> f64 {
+    1e-6
+}
+
+fn default_theta() -> f64 {
+    10_000.0
+}
+
+fn silu() -> String {
+    "silu".into()
+}
+
+impl LlamaConfig {
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads)
+    }
+
+    /// `rope_theta` at the top level, or inside `rope_parameters`.
+    pub fn theta(&self) -> f64 {
+        self.rope_theta
+            .or_else(|| self.rope_parameters.as_ref().and_then(|r| r.rope_theta))
+            .unwrap_or_else(default_theta)
+    }
+
+    /// The frequency scaling in force: `rope_scaling`, else `rope_parameters`.
+    fn scaling(&self) -> Option<&RopeScaling> {
+        self.rope_scaling.as_ref().or(self.rope_parameters.as_ref())
+    }
+
+    pub fn kv_heads(&self) -> usize {
+        self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+
+    pub fn eos(&self) -> Option<u32> {
+        match &self.eos_token_id {
+            Some(serde_json::Value::Number(n)) => n.as_u64().map(|n| n as u32),
+            Some(serde_json::Value::Array(a)) => {
+                a.first().and_then(|v| v.as_u64()).map(|n| n as u32)
+            }
+            _ => None,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.hidden_act != "silu" {
+            bail!(
+                "activation '{}' is not supported: Llama and Qwen2 checkpoints use silu",
+                self.hidden_act
+            );
+        }
+        if self.num_attention_heads == 0
+            || !self.num_attention_heads.is_multiple_of(self.kv_heads())
+        {
+            bail!(
+                "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                self.num_attention_heads,
+                self.kv_heads()
+            );
+        }
+        if self.mlp_bias {
+            bail!("mlp_bias = true is not supported (no Llama or Qwen2 checkpoint uses it)");
+        }
+        if let Some(s) = self.scaling()
+            && let Some(kind) = s.rope_type.as_deref()
+            && !matches!(kind, "llama3" | "default")
+        {
+            bail!("rope_scaling type '{kind}' is not supported (llama3 and default are)");
+        }
+        Ok(())
+    }
+
+    /// Inverse frequencies of the rotary embedding, Llama 3 scaling applied.
+    fn inverse_frequencies(&self) -> Vec<f64> {
+        let d = self.head_dim();
+        let base: Vec<f64> = (0..d / 2)
+            .map(|i| 1.0 / self.theta().powf(2.0 * i as f64 / d as f64))
+            .collect();
+        let Some(s) = self
+            .scaling()
+            .filter(|s| s.rope_type.as_deref() == Some("llama3"))
+        else {
+            return base;
+        };
+        let factor = s.factor.unwrap_or(1.0);
+        let low = s.low_freq_factor.unwrap_or(1.0);
+        let high = s.high_freq_factor.unwrap_or(4.0);
+        let old = s.original_max_position_embeddings.unwrap_or(8192) as f64;
+        let (low_wavelen, high_wavelen) = (old / low, old / high);
+        base.into_iter()
+            .map(|f| {
+                let wavelen = 2.0 * std::f64::consts::PI / f;
+                if wavelen < high_wavelen {
+                    f
+                } else if wavelen > low_wavelen {
+                    f / factor
+                } else {
+                    let smooth = (old / wavelen - low) / (high - low);
+                    (1.0 - smooth) * f / factor + smooth * f
+                }
+            })
+            .collect()
+    }
+}
+
+fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
+    let vb = vb.pp(name);
+    let weight = vb
+        .get((output, input), "weight")
+        .with_context(|| format!("weight {}.weight", vb.prefix()))?;
+    let bias = if bias {
+        Some(vb.get(output, "bias")?)
+    } else {
+        None
+    };
+    Ok(Linear::new(weight, bias))
+}
+
+struct RmsNorm {
+    weight: Tensor,
+    eps: f32,
+}
+
+impl RmsNorm {
+    fn load(vb: &VarBuilder, name: &str, size: usize, eps: f64) -> Result<Self> {
+        Ok(Self {
+            weight: vb.pp(name).get(size, "weight")?,
+            eps: eps as f32,
+        })
+    }
+
+    /// In f32 whatever the weights' dtype, as transformers does.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let dtype = x.dtype();
+        let y = candle_nn::ops::rms_norm(
+            &x.to_dtype(DType::F32)?.contiguous()?,
+            &self.weight.to_dtype(DType::F32)?,
+            self.eps,
+        )?;
+        Ok(y.to_dtype(dtype)?)
+    }
+}
+
+struct Attention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+}
+
+impl Attention {
+    fn load(vb: &VarBuilder, config: &LlamaConfig, bias: bool) -> Result<Self> {
+        let (h, d) = (config.hidden_size, config.head_dim());
+        let (heads, kv_heads) = (config.num_attention_heads, config.kv_heads());
+        Ok(Self {
+            q: linear(vb, "q_proj", h, heads * d, bias)?,
+            k: linear(vb, "k_proj", h, kv_heads * d, bias)?,
+            v: linear(vb, "v_proj", h, kv_heads * d, bias)?,
+            o: linear(vb, "o_proj", heads * d, h, false)?,
+            heads,
+            kv_heads,
+            head_dim: d,
+        })
+    }
+
+    fn forward(
+        &self,
+        x: &Tensor,
+        rotary: (&Tensor, &Tensor),
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> Result<Tensor> {
+        let (rows, width, _) = x.dims3()?;
+        let split = |t: Tensor, heads: usize| -> Result<Tensor> {
+            Ok(t.reshape((rows, width, heads, self.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let (cos, sin) = rotary;
+        let q = split(self.q.forward(x)?, self.heads)?;
+        let k = split(self.k.forward(x)?, self.kv_heads)?;
+        let v = split(self.v.forward(x)?, self.kv_heads)?;
+        let q = candle_nn::rotary_emb::rope(&q, cos, sin)?;
+        let k = candle_nn::rotary_emb::rope(&k, cos, sin)?;
+        let (k, v) = cache.append(layer, k, v)?;
+        let groups = self.heads / self.kv_heads;
+        let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
+        let dtype = q.dtype();
+        let scale = (self.head_dim as f64).powf(-0.5);
+        let scores = (q
+            .to_dtype(DType::F32)?
+            .matmul(&k.to_dtype(DType::F32)?.t()?)?
+            * scale)?;
+        let scores = match mask {
+            Some(mask) => scores.broadcast_add(mask)?,
+            None => scores,
+        };
+        let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
+        let context = weights
+            .matmul(&v.contiguous()?)?
+            .transpose(1, 2)?
+            .reshape((rows, width, self.heads * self.head_dim))?;
+        Ok(self.o.forward(&context)?)
+    }
+}
+
+/// `[rows, kv_heads, len, d]` → `[rows, kv_heads · groups, len, d]`, each
+/// key/value head serving `groups` query heads in a row.
+fn repeat_kv(x: &Tensor, groups: usize) -> Result<Tensor> {
+    if groups == 1 {
+        return Ok(x.clone());
+    }
+    let (rows, kv_heads, len, d) = x.dims4()?;
+    Ok(x.unsqueeze(2)?
+        .expand((rows, kv_heads, groups, len, d))?
+        .reshape((rows, kv_heads * groups, len, d))?)
+}
+
+struct Block {
+    attention: Attention,
+    input_norm: RmsNorm,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+    mlp_norm: RmsNorm,
+}
+
+impl Block {
+    fn load(vb: &VarBuilder, config: &LlamaConfig, bias: bool) -> Result<Self> {
+        let (h, i, eps) = (
+            config.hidden_size,
+            config.intermediate_size,
+            config.rms_norm_eps,
+        );
+        let mlp = vb.pp("mlp");
+        Ok(Self {
+            attention: Attention::load(&vb.pp("self_attn"), config, bias)?,
+            input_norm: RmsNorm::load(vb, "input_layernorm", h, eps)?,
+            gate: linear(&mlp, "gate_proj", h, i, false)?,
+            up: linear(&mlp, "up_proj", h, i, false)?,
+            down: linear(&mlp, "down_proj", i, h, false)?,
+            mlp_norm: RmsNorm::load(vb, "post_attention_layernorm", h, eps)?,
+        })
+    }
+
+    fn forward(
+        &self,
+        x: &Tensor,
+        rotary: (&Tensor, &Tensor),
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> Result<Tensor> {
+        let attended =
+            self.attention
+                .forward(&self.input_norm.forward(x)?, rotary, mask, cache, layer)?;
+        let x = (x + attended)?;
+        let h = self.mlp_norm.forward(&x)?;
+        let mlp = self
+            .down
+            .forward(&(candle_nn::ops::silu(&self.gate.forward(&h)?)? * self.up.forward(&h)?)?)?;
+        Ok((x + mlp)?)
+    }
+}
+
+/// A Llama-family causal LM (Llama 3.x, Qwen2.5) with a batched KV cache.
+pub struct Llama {
+    config: LlamaConfig,
+    embed_tokens: Embedding,
+    lm_head: Tensor,
+    blocks: Vec<Block>,
+    norm: RmsNorm,
+    /// `cos`/`sin` tables, `[max_positions, head_dim / 2]`.
+    cos: Tensor,
+    sin: Tensor,
+    cache: KvCache,
+    device: Device,
+    info: ModelInfo,
+}
+
+impl Llama {
+    /// `bias`: q/k/v biases (Qwen2 always; Llama when `attention_bias`).
+    pub fn load(config: LlamaConfig, vb: VarBuilder, bias: bool, info: ModelInfo) -> Result<Self> {
+        config.check()?;
+        if !vb.contains_tensor("model.embed_tokens.weight") {
+            bail!("the checkpoint has no model.embed_tokens.weight: is it a Llama/Qwen2 model?");
+        }
+        let bias = bias || config.attention_bias;
+        let model = vb.pp("model");
+        let (v, h) = (config.vocab_size, config.hidden_size);
+        let embedding = model.get((v, h), "embed_tokens.weight")?;
+        let lm_head = if config.tie_word_embeddings || !vb.contains_tensor("lm_head.weight") {
+            embedding.clone()
+        } else {
+            vb.get((v, h), "lm_head.weight")?
+        };
+        let blocks = (0..config.num_hidden_layers)
+            .map(|i| Block::load(&model.pp(format!("layers.{i}")), &config, bias))
+            .collect::<Result<Vec<_>>>()?;
+        let norm = RmsNorm::load(&model, "norm", h, config.rms_norm_eps)?;
+        let device = vb.device().clone();
+        let inverse = config.inverse_frequencies();
+        let positions = config.max_position_embeddings;
+        let angles: Vec<f32> = (0..positions)
+            .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
+            .collect();
+        let angles = Tensor::from_vec(angles, (positions, inverse.len()), &device)?;
+        let dtype = vb.dtype();
+        Ok(Self {
+            cos: angles.cos()?.to_dtype(dtype)?,
+            sin: angles.sin()?.to_dtype(dtype)?,
+            cache: KvCache::new(blocks.len()),
+            embed_tokens: Embedding::new(embedding, h),
+            lm_head,
+            blocks,
+            norm,
+            config,
+            device,
+            info,
+        })
+    }
+}
+
+impl CausalLm for Llama {
+    fn vocab_size(&self) -> usize {
+        self.config.vocab_size
+    }
+
+    fn eos_token(&self) -> Option<u32> {
+        self.config.eos()
+    }
+
+    fn max_positions(&self) -> Option<usize> {
+        Some(self.config.max_position_embeddings)
+    }
+
+    fn reset(&mut self) {
+        self.cache.reset();
+    }
+
+    fn rows(&self) -> usize {
+        self.cache.rows()
+    }
+
+    fn cached_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
+        let width = check_forward(self, tokens)?;
+        let rows = tokens.len();
+        let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
+        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
+        let past = self.cache.len();
+        let cos = self.cos.narrow(0, past, width)?;
+        let sin = self.sin.narrow(0, past, width)?;
+        let mask = if width > 1 {
+            Some(causal_mask(width, past, &self.device)?)
+        } else {
+            None
+        };
+        let mut x = self.embed_tokens.forward(&ids)?;
+        for (layer, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, (&cos, &sin), mask.as_ref(), &mut self.cache, layer)?;
+        }
+        self.cache.advance(rows, width);
+        let (x, returned) = match positions {
+            Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
+            Positions::All => (x, width),
+        };
+        let x = self.norm.forward(&x)?;
+        let (r, w, h) = x.dims3()?;
+        let logits = x
+            .reshape((r * w, h))?
+            .matmul(&self.lm_head.t()?)?
+            .to_dtype(DType::F32)?;
+        Ok(Logits {
+            rows,
+            positions: returned,
+            vocab: self.config.vocab_size,
+            data: logits.flatten_all()?.to_vec1::<f32>()?,
+        })
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        self.cache.truncate(len)
+    }
+
+    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
+        check_rows(self, rows)?;
+        self.cache.select_rows(rows, &self.device)
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+}
