@@ -246,6 +246,17 @@ pub fn autoregressive(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
+    sample_target(target, prompt, config, |p, _| p.sample(rng.uniform()))
+}
+
+/// Target-only decoding, one call per token; `draw(p, position)` picks each
+/// token from the target law at its absolute output position.
+pub(crate) fn sample_target(
+    target: &mut dyn CausalLm,
+    prompt: &[u32],
+    config: &DecodeConfig,
+    mut draw: impl FnMut(&Dist, u64) -> u32,
+) -> Result<Generation> {
     if prompt.is_empty() {
         bail!("the prompt is empty: it needs at least the BOS token");
     }
@@ -258,7 +269,7 @@ pub fn autoregressive(
         let logits = target.forward(&[&context[target.cached_len()..]], Positions::Last)?;
         out.target_calls += 1;
         let p = process(&config.target, logits.at(0, 0), "target")?;
-        let y = p.sample(rng.uniform());
+        let y = draw(&p, out.tokens.len() as u64);
         out.tokens.push(y);
         context.push(y);
         if Some(y) == eos {

@@ -318,27 +318,8 @@ pub fn race_autoregressive(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
-    anyhow::ensure!(
-        !prompt.is_empty(),
-        "the prompt is empty: it needs at least the BOS token"
-    );
     let race = Race::new(rng.next_u64());
-    let eos = target.eos_token();
-    target.reset();
-    let mut context = prompt.to_vec();
-    let mut out = Generation::default();
-    let start = Instant::now();
-    while out.tokens.len() < config.max_new_tokens {
-        let logits = target.forward(&[&context[target.cached_len()..]], Positions::Last)?;
-        out.target_calls += 1;
-        let p = process(&config.target, logits.at(0, 0), "target")?;
-        let y = race_winner(&race, out.tokens.len() as u64, &p);
-        out.tokens.push(y);
-        context.push(y);
-        if Some(y) == eos {
-            break;
-        }
-    }
-    out.seconds = start.elapsed().as_secs_f64();
-    Ok(out)
+    super::sample_target(target, prompt, config, |p, position| {
+        race_winner(&race, position, p)
+    })
 }

@@ -100,13 +100,3 @@ impl KvCache {
         Ok(())
     }
 }
-
-/// The additive causal mask of `width` new positions after `past` cached:
-/// `[width, past + width]`, 0 where a query may look, −∞ after it.
-pub fn causal_mask(width: usize, past: usize, device: &Device) -> Result<Tensor> {
-    let total = past + width;
-    let mask: Vec<f32> = (0..width)
-        .flat_map(|i| (0..total).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 }))
-        .collect();
-    Ok(Tensor::from_vec(mask, (width, total), device)?)
-}

@@ -11,11 +11,14 @@
 //! * SwiGLU MLP `down(silu(gate(x)) · up(x))`; LM head tied to the
 //!   embedding or `lm_head.weight`.
 
-use anyhow::{Context, Result, bail};
-use candle_core::{DType, Device, IndexOp, Module, Tensor};
+use anyhow::{Result, bail};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, Linear, VarBuilder};
 
-use super::kv_cache::{KvCache, causal_mask};
+use super::kv_cache::KvCache;
+use super::layers::{
+    attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
+};
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
 /// Llama 3's `rope_scaling` (transformers ≤ 4 and the hub checkpoints), or
@@ -178,19 +181,6 @@ impl LlamaConfig {
     }
 }
 
-fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
-    let vb = vb.pp(name);
-    let weight = vb
-        .get((output, input), "weight")
-        .with_context(|| format!("weight {}.weight", vb.prefix()))?;
-    let bias = if bias {
-        Some(vb.get(output, "bias")?)
-    } else {
-        None
-    };
-    Ok(Linear::new(weight, bias))
-}
-
 struct RmsNorm {
     weight: Tensor,
     eps: f32,
@@ -264,21 +254,7 @@ impl Attention {
         let (k, v) = cache.append(layer, k, v)?;
         let groups = self.heads / self.kv_heads;
         let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
-        let dtype = q.dtype();
-        let scale = (self.head_dim as f64).powf(-0.5);
-        let scores = (q
-            .to_dtype(DType::F32)?
-            .matmul(&k.to_dtype(DType::F32)?.t()?)?
-            * scale)?;
-        let scores = match mask {
-            Some(mask) => scores.broadcast_add(mask)?,
-            None => scores,
-        };
-        let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
-        let context = weights
-            .matmul(&v.contiguous()?)?
-            .transpose(1, 2)?
-            .reshape((rows, width, self.heads * self.head_dim))?;
+        let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
         Ok(self.o.forward(&context)?)
     }
 }
@@ -428,36 +404,23 @@ impl CausalLm for Llama {
     fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
         let width = check_forward(self, tokens)?;
         let rows = tokens.len();
-        let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
-        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
+        let ids = token_ids(tokens, width, &self.device)?;
         let past = self.cache.len();
         let cos = self.cos.narrow(0, past, width)?;
         let sin = self.sin.narrow(0, past, width)?;
-        let mask = if width > 1 {
-            Some(causal_mask(width, past, &self.device)?)
-        } else {
-            None
-        };
+        let mask = causal_mask(width, past, &self.device)?;
         let mut x = self.embed_tokens.forward(&ids)?;
         for (layer, block) in self.blocks.iter().enumerate() {
             x = block.forward(&x, (&cos, &sin), mask.as_ref(), &mut self.cache, layer)?;
         }
         self.cache.advance(rows, width);
-        let (x, returned) = match positions {
-            Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
-            Positions::All => (x, width),
-        };
+        let (x, returned) = returned_positions(&x, positions)?;
         let x = self.norm.forward(&x)?;
-        let (r, w, h) = x.dims3()?;
-        let logits = x
-            .reshape((r * w, h))?
-            .matmul(&self.lm_head.t()?)?
-            .to_dtype(DType::F32)?;
         Ok(Logits {
             rows,
             positions: returned,
             vocab: self.config.vocab_size,
-            data: logits.flatten_all()?.to_vec1::<f32>()?,
+            data: project_to_vocabulary(&x, &self.lm_head)?,
         })
     }
 

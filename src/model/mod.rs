@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod hf_tokenizer;
 pub mod hub;
 pub mod kv_cache;
+pub mod layers;
 pub mod llama;
 pub mod opt;
 pub mod synthetic;

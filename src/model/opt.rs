@@ -18,10 +18,13 @@
 //! is a narrow and `select_rows` an index-select on the row dimension.
 
 use anyhow::{Context, Result, bail};
-use candle_core::{DType, Device, IndexOp, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
-use super::kv_cache::{KvCache, causal_mask};
+use super::kv_cache::KvCache;
+use super::layers::{
+    attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
+};
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
 /// The fields of `config.json` OPT needs (defaults as in `OPTConfig`).
@@ -209,19 +212,6 @@ pub fn opt_shape(size: &str) -> Result<OptConfig> {
     })
 }
 
-fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
-    let vb = vb.pp(name);
-    let weight = vb
-        .get((output, input), "weight")
-        .with_context(|| format!("OPT weight {}.weight", vb.prefix()))?;
-    let bias = if bias {
-        Some(vb.get(output, "bias")?)
-    } else {
-        None
-    };
-    Ok(Linear::new(weight, bias))
-}
-
 fn layer_norm(vb: &VarBuilder, name: &str, size: usize, affine: bool) -> Result<LayerNorm> {
     if !affine {
         let device = vb.device();
@@ -271,7 +261,7 @@ impl Attention {
         cache: &mut KvCache,
         layer: usize,
     ) -> Result<Tensor> {
-        let (rows, width, hidden) = x.dims3()?;
+        let (rows, width, _) = x.dims3()?;
         let split = |t: Tensor| -> Result<Tensor> {
             Ok(t.reshape((rows, width, self.heads, self.head_dim))?
                 .transpose(1, 2)?
@@ -281,20 +271,8 @@ impl Attention {
         let k = split(self.k.forward(x)?)?;
         let v = split(self.v.forward(x)?)?;
         let (k, v) = cache.append(layer, k, v)?;
-        // Scores and softmax in f32 whatever the weights' dtype (as HF does).
-        let dtype = q.dtype();
-        let scores = q
-            .to_dtype(DType::F32)?
-            .matmul(&k.to_dtype(DType::F32)?.t()?)?;
-        let scores = match mask {
-            Some(mask) => scores.broadcast_add(mask)?,
-            None => scores,
-        };
-        let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
-        let context = weights
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .reshape((rows, width, hidden))?;
+        // q is already scaled, as transformers scales it.
+        let context = attend(&q, &k, &v, mask, 1.0)?;
         Ok(self.out.forward(&context)?)
     }
 }
@@ -423,21 +401,16 @@ impl Opt {
         &self.config
     }
 
-    /// Hidden states → logits `[rows, width, vocab]` (f32).
-    fn head(&self, x: &Tensor) -> Result<Tensor> {
+    /// Hidden states → the final norm and projection before the LM head.
+    fn to_embedding_space(&self, x: &Tensor) -> Result<Tensor> {
         let x = match &self.final_norm {
             Some(norm) => norm.forward(x)?,
             None => x.clone(),
         };
-        let x = match &self.project_out {
+        Ok(match &self.project_out {
             Some(project) => project.forward(&x)?,
             None => x,
-        };
-        let (rows, width, p) = x.dims3()?;
-        let logits = x.reshape((rows * width, p))?.matmul(&self.lm_head.t()?)?;
-        Ok(logits
-            .reshape((rows, width, self.config.vocab_size))?
-            .to_dtype(DType::F32)?)
+        })
     }
 }
 
@@ -469,8 +442,7 @@ impl CausalLm for Opt {
     fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
         let width = check_forward(self, tokens)?;
         let rows = tokens.len();
-        let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
-        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
+        let ids = token_ids(tokens, width, &self.device)?;
         let past = self.cache.len();
         let x = self.embed_tokens.forward(&ids)?;
         let x = match &self.project_in {
@@ -481,27 +453,19 @@ impl CausalLm for Opt {
             .embed_positions
             .narrow(0, past + POSITION_OFFSET, width)?;
         let mut x = x.broadcast_add(&position_rows.unsqueeze(0)?)?;
-        let mask = if width > 1 {
-            Some(causal_mask(width, past, &self.device)?)
-        } else {
-            None
-        };
+        let mask = causal_mask(width, past, &self.device)?;
         let pre_norm = self.config.do_layer_norm_before;
         for (layer, block) in self.blocks.iter().enumerate() {
             x = block.forward(&x, mask.as_ref(), &mut self.cache, layer, pre_norm)?;
         }
         self.cache.advance(rows, width);
-        let (x, returned) = match positions {
-            Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
-            Positions::All => (x, width),
-        };
-        let logits = self.head(&x)?;
-        let data = logits.flatten_all()?.to_vec1::<f32>()?;
+        let (x, returned) = returned_positions(&x, positions)?;
+        let x = self.to_embedding_space(&x)?;
         Ok(Logits {
             rows,
             positions: returned,
             vocab: self.config.vocab_size,
-            data,
+            data: project_to_vocabulary(&x, &self.lm_head)?,
         })
     }
 

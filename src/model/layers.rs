@@ -1,0 +1,102 @@
+//! Pieces the decoders written here (OPT, Llama/Qwen2) share: loading a
+//! linear layer, the causal mask, attention with f32 scores, and the steps
+//! from token ids in to logits out.
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_nn::{Linear, VarBuilder};
+
+use super::Positions;
+
+/// `name.weight` (`[output, input]`) and, if asked, `name.bias`.
+pub fn linear(
+    vb: &VarBuilder,
+    name: &str,
+    input: usize,
+    output: usize,
+    bias: bool,
+) -> Result<Linear> {
+    let vb = vb.pp(name);
+    let weight = vb
+        .get((output, input), "weight")
+        .with_context(|| format!("weight {}.weight", vb.prefix()))?;
+    let bias = if bias {
+        Some(vb.get(output, "bias")?)
+    } else {
+        None
+    };
+    Ok(Linear::new(weight, bias))
+}
+
+/// The additive causal mask of `width` new positions after `past` cached:
+/// `[width, past + width]`, 0 where a query may look, −∞ after it. `None`
+/// for a single new position, which sees everything cached.
+pub fn causal_mask(width: usize, past: usize, device: &Device) -> Result<Option<Tensor>> {
+    if width == 1 {
+        return Ok(None);
+    }
+    let total = past + width;
+    let mask: Vec<f32> = (0..width)
+        .flat_map(|i| (0..total).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 }))
+        .collect();
+    Ok(Some(Tensor::from_vec(mask, (width, total), device)?))
+}
+
+/// `softmax(scale · q kᵀ + mask) v` per head, scores and softmax in f32
+/// whatever the weights' dtype (as transformers does). `q`: `[rows, heads,
+/// width, d]`; `k`, `v`: `[rows, heads, len, d]`. Returns `[rows, width,
+/// heads · d]`.
+pub fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    scale: f64,
+) -> Result<Tensor> {
+    let (rows, heads, width, d) = q.dims4()?;
+    let dtype = q.dtype();
+    let scores = q
+        .to_dtype(DType::F32)?
+        .matmul(&k.to_dtype(DType::F32)?.t()?)?;
+    let scores = if scale == 1.0 {
+        scores
+    } else {
+        (scores * scale)?
+    };
+    let scores = match mask {
+        Some(mask) => scores.broadcast_add(mask)?,
+        None => scores,
+    };
+    let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
+    Ok(weights
+        .matmul(&v.contiguous()?)?
+        .transpose(1, 2)?
+        .reshape((rows, width, heads * d))?)
+}
+
+/// The `[rows, width]` id tensor of a forward call.
+pub fn token_ids(tokens: &[&[u32]], width: usize, device: &Device) -> Result<Tensor> {
+    let ids: Vec<u32> = tokens.iter().flat_map(|t| t.iter().copied()).collect();
+    Ok(Tensor::from_vec(ids, (tokens.len(), width), device)?)
+}
+
+/// The hidden states the caller asked logits for, and how many positions
+/// per row that is.
+pub fn returned_positions(x: &Tensor, positions: Positions) -> Result<(Tensor, usize)> {
+    let width = x.dim(1)?;
+    Ok(match positions {
+        Positions::Last => (x.i((.., width - 1..width, ..))?.contiguous()?, 1),
+        Positions::All => (x.clone(), width),
+    })
+}
+
+/// `x · headᵀ` for `[rows, width, h]` hidden states and a `[vocab, h]`
+/// head, as row-major f32 logits.
+pub fn project_to_vocabulary(x: &Tensor, head: &Tensor) -> Result<Vec<f32>> {
+    let (rows, width, h) = x.dims3()?;
+    let logits = x.reshape((rows * width, h))?.matmul(&head.t()?)?;
+    Ok(logits
+        .to_dtype(DType::F32)?
+        .flatten_all()?
+        .to_vec1::<f32>()?)
+}
