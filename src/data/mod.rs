@@ -1,7 +1,9 @@
 //! Datasets and prompts: records, the prompt templates of `DATA.md` §2, and
 //! the prompts embedded in the binary for the offline default.
 
+pub mod local;
 pub mod template;
+pub mod truncate;
 
 use std::collections::BTreeMap;
 

@@ -56,8 +56,18 @@ fn default_device() -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Data {
-    /// `embedded` (the prompts in `data/`, compiled in) or `hub`.
+    /// `embedded` (the prompts in `data/`, compiled in), `local` (JSONL
+    /// files under `path`) or `hub`.
     pub source: String,
+    /// For `local`: a folder laid out like `../shared/data`, or one JSONL
+    /// file (with a single dataset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Most prompt tokens (BOS included) before truncation sets in, below
+    /// what the model's context allows (e.g. a model trained on shorter
+    /// sequences than its position table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<usize>,
     pub datasets: Vec<String>,
     /// Prompts per dataset.
     pub prompts: usize,
@@ -143,6 +153,18 @@ impl Config {
             bail!("data.datasets is empty: list at least one of xsum, dolly, wmt18");
         }
         self.datasets()?;
+        match (self.data.source.as_str(), &self.data.path) {
+            ("local", None) => {
+                bail!(
+                    "data.source = \"local\" needs data.path: a JSONL file or a folder like ../shared/data"
+                )
+            }
+            ("embedded" | "hub", Some(_)) => bail!(
+                "data.path is only read with data.source = \"local\": set the source or drop the path"
+            ),
+            ("embedded" | "hub" | "local", _) => {}
+            (other, _) => bail!("data.source '{other}': use embedded, local or hub"),
+        }
         if self.data.prompts == 0 {
             bail!("data.prompts must be at least 1");
         }
@@ -275,6 +297,29 @@ mod tests {
         config.validate().unwrap();
         assert_eq!(config.name, "default");
         assert_eq!(config.models.target, "synthetic");
+    }
+
+    #[test]
+    fn data_sources_and_paths_must_go_together() {
+        let base = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+        let check = |source: &str, path: Option<&str>| {
+            let mut c = base.clone();
+            c.data.source = source.into();
+            c.data.path = path.map(str::to_string);
+            c.validate().err().map(|e| e.to_string())
+        };
+        assert!(check("local", None).unwrap().contains("needs data.path"));
+        assert!(
+            check("embedded", Some("x"))
+                .unwrap()
+                .contains("only read with")
+        );
+        assert!(
+            check("parquet", None)
+                .unwrap()
+                .contains("use embedded, local or hub")
+        );
+        assert_eq!(check("local", Some("../shared/data")), None);
     }
 
     #[test]

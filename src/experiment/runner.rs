@@ -17,7 +17,9 @@ use super::output::{
 };
 use super::plan::{Cell, CellKind, Plan, Skipped};
 use super::progress::Progress;
-use crate::data::{Dataset, embedded_records, render};
+use crate::data::local::local_records;
+use crate::data::truncate::fit_prompt;
+use crate::data::{Dataset, embedded_records};
 use crate::decode::{DecodeConfig, Generation, autoregressive, generate};
 use crate::dist::Processing;
 use crate::model::{ModelPair, load_pair};
@@ -56,6 +58,8 @@ struct Prompts {
     dataset: Dataset,
     ids: Vec<String>,
     tokens: Vec<Vec<u32>>,
+    /// Prompts cut to fit the context (`DATA.md` §3).
+    truncated: usize,
 }
 
 pub fn default_out_dir(config: &Config, shard: Option<(usize, usize)>) -> PathBuf {
@@ -229,38 +233,36 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
 }
 
 fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
-    if config.data.source != "embedded" {
-        bail!(
-            "data.source '{}': reading the Hugging Face datasets is not in this build yet; use source = \"embedded\" (the prompts in data/) until dataset support lands",
-            config.data.source
-        );
-    }
-    let budget = models
+    // DATA.md §3: prompt + max_new_tokens + L must fit the context.
+    let context_budget = models
         .target
         .max_positions()
         .map(|max| max.saturating_sub(config.decode.max_new_tokens + config.decode.draft_len));
+    let budget = match (context_budget, config.data.max_prompt_tokens) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let mut out = Vec::new();
     for dataset in config.datasets()? {
-        let records = embedded_records(dataset, config.data.prompts)?;
+        let records = match (config.data.source.as_str(), &config.data.path) {
+            ("embedded", _) => embedded_records(dataset, config.data.prompts)?,
+            ("local", Some(path)) => local_records(dataset, Path::new(path), config.data.prompts)?,
+            (source, _) => bail!(
+                "data.source '{source}': reading the Hugging Face datasets is not in this build yet; use source = \"local\" with a path (e.g. ../shared/data) or \"embedded\""
+            ),
+        };
         let mut tokens = Vec::new();
+        let mut truncated = 0;
         for record in &records {
-            let ids = models.tokenizer.encode(&render(dataset, record)?)?;
-            if let Some(budget) = budget
-                && ids.len() > budget
-            {
-                bail!(
-                    "{} prompt {} has {} tokens but only {budget} fit before max_new_tokens + draft_len: lower max_new_tokens",
-                    dataset.name(),
-                    record.id,
-                    ids.len()
-                );
-            }
+            let (ids, cut) = fit_prompt(dataset, record, models.tokenizer.as_ref(), budget)?;
+            truncated += usize::from(cut);
             tokens.push(ids);
         }
         out.push(Prompts {
             dataset,
             ids: records.iter().map(|r| r.id.clone()).collect(),
             tokens,
+            truncated,
         });
     }
     Ok(out)
@@ -275,6 +277,7 @@ fn prompts_summary(prompts: &[Prompts]) -> serde_json::Value {
                 "template": p.dataset.template_id(),
                 "prompt_ids": p.ids,
                 "prompt_tokens": p.tokens.iter().map(Vec::len).collect::<Vec<_>>(),
+                "truncated_prompts": p.truncated,
             }))
             .collect::<Vec<_>>()
     )

@@ -32,13 +32,6 @@ impl HfTokenizer {
         Ok(Self { inner, bos, id })
     }
 
-    /// Token strings → text (special tokens kept).
-    pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner
-            .decode(ids, false)
-            .map_err(|e| anyhow!("decoding ids: {e}"))
-    }
-
     /// Ids the tokenizer knows, added tokens included.
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
@@ -83,6 +76,13 @@ impl Tokenizer for HfTokenizer {
             ids.insert(0, bos);
         }
         Ok(ids)
+    }
+
+    /// Token strings → text (special tokens kept).
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| anyhow!("decoding ids: {e}"))
     }
 
     fn id(&self) -> String {

@@ -7,6 +7,9 @@ use anyhow::Result;
 pub trait Tokenizer {
     fn encode(&self, text: &str) -> Result<Vec<u32>>;
 
+    /// Ids → text (prompt truncation needs it).
+    fn decode(&self, ids: &[u32]) -> Result<String>;
+
     /// Names the tokenizer in the manifest.
     fn id(&self) -> String;
 }
@@ -34,6 +37,12 @@ impl Tokenizer for WordHashTokenizer {
             ids.push(4 + (h % span) as u32);
         }
         Ok(ids)
+    }
+
+    fn decode(&self, _ids: &[u32]) -> Result<String> {
+        anyhow::bail!(
+            "the synthetic word-hash tokenizer cannot decode (it is not invertible): prompts for the synthetic models are never truncated"
+        )
     }
 
     fn id(&self) -> String {

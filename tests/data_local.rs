@@ -1,0 +1,143 @@
+//! Local dataset files and prompt truncation (`DATA.md` §3–5), on the real
+//! sample rows and tokenizer in `../shared` (skipped with a message when
+//! absent).
+
+use std::path::{Path, PathBuf};
+
+use specbench::data::local::local_records;
+use specbench::data::truncate::fit_prompt;
+use specbench::data::{Dataset, Record, render};
+use specbench::model::Tokenizer;
+use specbench::model::hf_tokenizer::HfTokenizer;
+use specbench::model::hub::TokenizerFiles;
+
+fn shared(relative: &str) -> Option<PathBuf> {
+    let root = std::env::var("SPECBENCH_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let path = root.join(relative);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!("skipping: shared data not found at {}", path.display());
+        None
+    }
+}
+
+fn opt_tokenizer() -> Option<HfTokenizer> {
+    let dir = shared("models/tiny-opt-target")?;
+    Some(
+        HfTokenizer::load(
+            &TokenizerFiles::Json(dir.join("tokenizer.json")),
+            Some(2),
+            "tiny".into(),
+        )
+        .unwrap(),
+    )
+}
+
+#[test]
+fn the_shared_jsonl_files_load_with_their_row_counts() {
+    let Some(dir) = shared("data") else {
+        return;
+    };
+    for (dataset, rows) in [
+        (Dataset::Xsum, 800),
+        (Dataset::Wmt18, 1000),
+        (Dataset::Dolly, 66),
+    ] {
+        let records = local_records(dataset, &dir, rows).unwrap();
+        assert_eq!(records.len(), rows);
+        assert!(records.iter().all(|r| !r.id.is_empty()));
+        render(dataset, &records[0]).unwrap();
+        let err = local_records(dataset, &dir, rows + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lower --prompts"), "{err}");
+    }
+    // A file of another dataset is named as such.
+    let wrong = dir.join(Dataset::Wmt18.local_file_name());
+    let err = format!("{:#}", local_records(Dataset::Xsum, &wrong, 3).unwrap_err());
+    assert!(err.contains("is not a xsum file"), "{err}");
+}
+
+#[test]
+fn long_documents_lose_their_beginning_and_keep_the_template() {
+    let (Some(dir), Some(tokenizer)) = (shared("data"), opt_tokenizer()) else {
+        return;
+    };
+    let records = local_records(Dataset::Xsum, &dir, 20).unwrap();
+    let mut cut = 0;
+    for record in &records {
+        let (ids, truncated) = fit_prompt(Dataset::Xsum, record, &tokenizer, Some(64)).unwrap();
+        assert!(ids.len() <= 64, "{} tokens", ids.len());
+        assert_eq!(ids[0], 2, "BOS first");
+        let text = tokenizer.decode(&ids[1..]).unwrap();
+        let document = text
+            .strip_prefix("Article: ")
+            .and_then(|t| t.strip_suffix("\nSummary:"))
+            .unwrap_or_else(|| panic!("template broken: {text:?}"));
+        assert!(
+            record.field("document").unwrap().ends_with(document),
+            "not the document's end: {document:?}"
+        );
+        assert_eq!(
+            truncated,
+            document.len() < record.field("document").unwrap().len()
+        );
+        cut += usize::from(truncated);
+    }
+    assert!(
+        cut >= 15,
+        "only {cut} of 20 XSum prompts needed cutting at 64 tokens"
+    );
+    // Without a budget nothing changes.
+    let (ids, truncated) = fit_prompt(Dataset::Xsum, &records[0], &tokenizer, None).unwrap();
+    assert!(!truncated);
+    assert_eq!(
+        ids,
+        tokenizer
+            .encode(&render(Dataset::Xsum, &records[0]).unwrap())
+            .unwrap()
+    );
+}
+
+#[test]
+fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
+    let Some(tokenizer) = opt_tokenizer() else {
+        return;
+    };
+    let record = Record {
+        id: "t".into(),
+        fields: [
+            ("instruction", "Name the river in the text."),
+            (
+                "context",
+                "The town grew up on both banks. Its old bridge was rebuilt twice. The river Elbe runs through it.",
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    let full = tokenizer
+        .encode(&render(Dataset::Dolly, &record).unwrap())
+        .unwrap()
+        .len();
+    let (ids, truncated) = fit_prompt(Dataset::Dolly, &record, &tokenizer, Some(full - 8)).unwrap();
+    assert!(truncated && ids.len() <= full - 8);
+    let text = tokenizer.decode(&ids[1..]).unwrap();
+    assert!(
+        text.starts_with("Instruction: Name the river in the text.\n\nContext: "),
+        "{text:?}"
+    );
+    assert!(
+        text.ends_with("The river Elbe runs through it.\n\nResponse:"),
+        "{text:?}"
+    );
+    // The template alone does not fit in 5 tokens.
+    let err = fit_prompt(Dataset::Dolly, &record, &tokenizer, Some(5))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("lower max_new_tokens"), "{err}");
+}
