@@ -184,7 +184,7 @@ pub fn parse_device(name: &str) -> Result<Device> {
     };
     if !cfg!(feature = "cuda") {
         bail!(
-            "device '{name}': this build has no CUDA support: rebuild with `cargo build --release --features cuda` (or scripts/build-cuda.sh), or use --device cpu"
+            "device '{name}': this build has no CUDA support: rebuild with `cargo build --release --features cuda` (needs nvcc), or use --device cpu"
         );
     }
     Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("device '{name}': {e}"))
