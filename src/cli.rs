@@ -44,11 +44,42 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Datasets: the prompts a run would use.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
     /// Look inside a model: the quickest check that it loads right.
     Inspect {
         #[command(subcommand)]
         command: InspectCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// The templated prompts of a dataset (before truncation, which depends on the model).
+    Show(DataShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DataShowArgs {
+    /// xsum, dolly or wmt18.
+    #[arg(long)]
+    pub dataset: String,
+    /// A JSONL file, or a folder laid out like ../shared/data. Without it:
+    /// the samples embedded in the binary.
+    #[arg(long)]
+    pub dataset_file: Option<PathBuf>,
+    /// How many prompts.
+    #[arg(long, default_value_t = 5)]
+    pub limit: usize,
+    /// Draw a seeded sample instead of the first rows.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print `[{"id": …, "prompt": …}]`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

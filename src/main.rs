@@ -6,7 +6,9 @@ use clap::Parser;
 
 use specbench::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
 use specbench::bench::{BenchOptions, bench_select};
-use specbench::cli::{BenchCommand, Cli, Command, InspectCommand, RunArgs, TheoryCommand};
+use specbench::cli::{
+    BenchCommand, Cli, Command, DataCommand, InspectCommand, RunArgs, TheoryCommand,
+};
 use specbench::experiment::merge::merge;
 use specbench::experiment::{Config, Overrides, RunOptions};
 use specbench::report::{pooled_vs_sd, summary_table};
@@ -60,6 +62,28 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 println!("{}", json(&schemes)?);
             } else {
                 print!("{}", specbench::select::registry::catalogue_table(&schemes));
+            }
+        }
+        Command::Data {
+            command: DataCommand::Show(args),
+        } => {
+            use specbench::data::{Dataset, Selection, show_prompts};
+            let dataset = Dataset::parse(&args.dataset).map_err(|e| format!("{e:#}"))?;
+            let selection = match args.seed {
+                Some(seed) => Selection::Seeded {
+                    count: args.limit,
+                    seed,
+                },
+                None => Selection::First(args.limit),
+            };
+            let prompts = show_prompts(dataset, args.dataset_file.as_deref(), selection)
+                .map_err(|e| format!("{e:#}"))?;
+            if args.json {
+                println!("{}", json(&prompts)?);
+            } else {
+                for p in &prompts {
+                    println!("── {} {} ──\n{}\n", dataset.name(), p.id, p.prompt);
+                }
             }
         }
         Command::Inspect {

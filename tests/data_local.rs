@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use specbench::data::local::local_records;
 use specbench::data::truncate::fit_prompt;
-use specbench::data::{Dataset, Record, render};
+use specbench::data::{Dataset, Record, Selection, render};
 use specbench::model::Tokenizer;
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;
@@ -46,18 +46,21 @@ fn the_shared_jsonl_files_load_with_their_row_counts() {
         (Dataset::Wmt18, 1000),
         (Dataset::Dolly, 66),
     ] {
-        let records = local_records(dataset, &dir, rows).unwrap();
+        let records = local_records(dataset, &dir, Selection::First(rows)).unwrap();
         assert_eq!(records.len(), rows);
         assert!(records.iter().all(|r| !r.id.is_empty()));
         render(dataset, &records[0]).unwrap();
-        let err = local_records(dataset, &dir, rows + 1)
+        let err = local_records(dataset, &dir, Selection::First(rows + 1))
             .unwrap_err()
             .to_string();
         assert!(err.contains("lower --prompts"), "{err}");
     }
     // A file of another dataset is named as such.
     let wrong = dir.join(Dataset::Wmt18.local_file_name());
-    let err = format!("{:#}", local_records(Dataset::Xsum, &wrong, 3).unwrap_err());
+    let err = format!(
+        "{:#}",
+        local_records(Dataset::Xsum, &wrong, Selection::First(3)).unwrap_err()
+    );
     assert!(err.contains("is not a xsum file"), "{err}");
 }
 
@@ -66,7 +69,7 @@ fn long_documents_lose_their_beginning_and_keep_the_template() {
     let (Some(dir), Some(tokenizer)) = (shared("data"), opt_tokenizer()) else {
         return;
     };
-    let records = local_records(Dataset::Xsum, &dir, 20).unwrap();
+    let records = local_records(Dataset::Xsum, &dir, Selection::First(20)).unwrap();
     let mut cut = 0;
     for record in &records {
         let (ids, truncated) = fit_prompt(Dataset::Xsum, record, &tokenizer, Some(64)).unwrap();
@@ -140,4 +143,82 @@ fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("lower max_new_tokens"), "{err}");
+}
+
+#[test]
+fn data_show_prints_the_templated_prompts_of_each_dataset() {
+    use std::process::Command;
+    let Some(dir) = shared("data") else {
+        return;
+    };
+    let show = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args(["data", "show"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for (dataset, prefix) in [
+        ("xsum", "Article: "),
+        ("dolly", "Instruction: "),
+        ("wmt18", "Translate German to English: "),
+    ] {
+        let out = show(&[
+            "--dataset",
+            dataset,
+            "--dataset-file",
+            dir.to_str().unwrap(),
+            "--limit",
+            "3",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prompts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let prompts = prompts.as_array().unwrap();
+        assert_eq!(prompts.len(), 3);
+        for p in prompts {
+            let text = p["prompt"].as_str().unwrap();
+            assert!(text.starts_with(prefix) && text.ends_with(':'), "{text:?}");
+            assert!(p["id"].is_string());
+        }
+    }
+    // The WMT row 0 of DATA.md §4.
+    let out = show(&[
+        "--dataset",
+        "wmt18",
+        "--dataset-file",
+        dir.to_str().unwrap(),
+        "--limit",
+        "1",
+        "--json",
+    ]);
+    let first: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        first[0]["prompt"],
+        "Translate German to English: München 1856: Vier Karten, die Ihren Blick auf die Stadt verändern\nEnglish:"
+    );
+    // Bad input: one line, exit 2.
+    for (args, needle) in [
+        (vec!["--dataset", "imdb"], "unknown dataset"),
+        (
+            vec!["--dataset", "xsum", "--dataset-file", "/no/such"],
+            "does not exist",
+        ),
+        (
+            vec!["--dataset", "xsum", "--limit", "0"],
+            "selection is empty",
+        ),
+    ] {
+        let out = show(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(needle) && stderr.lines().count() == 1,
+            "{args:?}: {stderr}"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Dataset, Record, parse_jsonl};
+use super::{Dataset, Record, Selection, parse_jsonl};
 
 impl Dataset {
     /// The JSONL file name of this dataset in a `shared/data`-style folder.
@@ -53,21 +53,14 @@ pub fn local_file(dataset: Dataset, path: &Path) -> Result<PathBuf> {
     Ok(file)
 }
 
-/// The first `count` records of `dataset` under `path`, each checked to
-/// have the fields its template reads.
-pub fn local_records(dataset: Dataset, path: &Path, count: usize) -> Result<Vec<Record>> {
+/// The records of `dataset` under `path` that `selection` picks, each
+/// checked to have the fields its template reads.
+pub fn local_records(dataset: Dataset, path: &Path, selection: Selection) -> Result<Vec<Record>> {
     let file = local_file(dataset, path)?;
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let all = parse_jsonl(&text, &file.display().to_string())?;
-    if all.len() < count {
-        bail!(
-            "{} has {} rows but {count} prompts were asked for: lower --prompts",
-            file.display(),
-            all.len()
-        );
-    }
-    let records: Vec<Record> = all.into_iter().take(count).collect();
+    let source = file.display().to_string();
+    let records = selection.apply(parse_jsonl(&text, &source)?, &source)?;
     for record in &records {
         for field in dataset.fields() {
             record.field(field).with_context(|| {

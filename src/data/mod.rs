@@ -2,6 +2,7 @@
 //! the prompts embedded in the binary for the offline default.
 
 pub mod local;
+pub mod select;
 pub mod template;
 pub mod truncate;
 
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
+pub use select::Selection;
 pub use template::render;
 
 /// The three datasets of the paper.
@@ -101,17 +103,39 @@ pub fn parse_jsonl(text: &str, source: &str) -> Result<Vec<Record>> {
     Ok(records)
 }
 
-/// The first `count` embedded records of a dataset.
-pub fn embedded_records(dataset: Dataset, count: usize) -> Result<Vec<Record>> {
-    let all = parse_jsonl(dataset.embedded(), &format!("embedded {}", dataset.name()))?;
-    if count > all.len() {
-        bail!(
-            "{} has {} embedded prompts but {count} were asked for: lower --prompts",
-            dataset.name(),
-            all.len()
-        );
-    }
-    Ok(all.into_iter().take(count).collect())
+/// One rendered prompt, as `data show` prints it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ShownPrompt {
+    pub id: String,
+    pub prompt: String,
+}
+
+/// The prompts `selection` picks from a local file (or folder), or from the
+/// embedded samples when `file` is `None`, rendered with their template.
+pub fn show_prompts(
+    dataset: Dataset,
+    file: Option<&std::path::Path>,
+    selection: Selection,
+) -> Result<Vec<ShownPrompt>> {
+    let records = match file {
+        Some(path) => local::local_records(dataset, path, selection)?,
+        None => embedded_records(dataset, selection)?,
+    };
+    records
+        .iter()
+        .map(|r| {
+            Ok(ShownPrompt {
+                id: r.id.clone(),
+                prompt: render(dataset, r)?,
+            })
+        })
+        .collect()
+}
+
+/// The embedded records of a dataset that `selection` picks.
+pub fn embedded_records(dataset: Dataset, selection: Selection) -> Result<Vec<Record>> {
+    let source = format!("the embedded {} samples", dataset.name());
+    selection.apply(parse_jsonl(dataset.embedded(), &source)?, &source)
 }
 
 #[cfg(test)]
@@ -121,13 +145,13 @@ mod tests {
     #[test]
     fn every_embedded_prompt_renders_with_its_template() {
         for dataset in Dataset::ALL {
-            let records = embedded_records(dataset, 6).unwrap();
+            let records = embedded_records(dataset, Selection::First(6)).unwrap();
             assert_eq!(records.len(), 6);
             for r in &records {
                 let prompt = render(dataset, r).unwrap();
                 assert!(prompt.ends_with(':'), "{prompt}");
             }
         }
-        assert!(embedded_records(Dataset::Xsum, 7).is_err());
+        assert!(embedded_records(Dataset::Xsum, Selection::First(7)).is_err());
     }
 }

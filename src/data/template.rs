@@ -5,6 +5,19 @@ use anyhow::Result;
 
 use super::{Dataset, Record};
 
+impl Dataset {
+    /// The template as `DATA.md` §2 writes it (recorded in manifests).
+    pub fn template_text(self) -> &'static str {
+        match self {
+            Dataset::Xsum => "Article: {document}\nSummary:",
+            Dataset::Dolly => {
+                "Instruction: {instruction}\n\nContext: {context}\n\nResponse: (the Context block omitted when context is blank)"
+            }
+            Dataset::Wmt18 => "Translate German to English: {de}\nEnglish:",
+        }
+    }
+}
+
 /// Renders a record as a prompt for `dataset`.
 pub fn render(dataset: Dataset, record: &Record) -> Result<String> {
     Ok(match dataset {

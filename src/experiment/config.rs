@@ -71,6 +71,10 @@ pub struct Data {
     pub datasets: Vec<String>,
     /// Prompts per dataset.
     pub prompts: usize,
+    /// Draw the prompts as a seeded sample (kept in file order) instead of
+    /// taking the first rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_seed: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -102,6 +106,19 @@ pub struct Sweep {
     #[serde(default)]
     pub draft_temp_pairs: Vec<[f64; 2]>,
     pub seeds: Vec<u64>,
+}
+
+impl Data {
+    /// Which rows become prompts.
+    pub fn selection(&self) -> crate::data::Selection {
+        match self.sample_seed {
+            Some(seed) => crate::data::Selection::Seeded {
+                count: self.prompts,
+                seed,
+            },
+            None => crate::data::Selection::First(self.prompts),
+        }
+    }
 }
 
 impl Config {

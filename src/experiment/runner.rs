@@ -60,6 +60,8 @@ struct Prompts {
     tokens: Vec<Vec<u32>>,
     /// Prompts cut to fit the context (`DATA.md` §3).
     truncated: usize,
+    /// How the rows were chosen, for the manifest.
+    selection: String,
 }
 
 pub fn default_out_dir(config: &Config, shard: Option<(usize, usize)>) -> PathBuf {
@@ -245,8 +247,10 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
     let mut out = Vec::new();
     for dataset in config.datasets()? {
         let records = match (config.data.source.as_str(), &config.data.path) {
-            ("embedded", _) => embedded_records(dataset, config.data.prompts)?,
-            ("local", Some(path)) => local_records(dataset, Path::new(path), config.data.prompts)?,
+            ("embedded", _) => embedded_records(dataset, config.data.selection())?,
+            ("local", Some(path)) => {
+                local_records(dataset, Path::new(path), config.data.selection())?
+            }
             (source, _) => bail!(
                 "data.source '{source}': reading the Hugging Face datasets is not in this build yet; use source = \"local\" with a path (e.g. ../shared/data) or \"embedded\""
             ),
@@ -263,6 +267,7 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
             ids: records.iter().map(|r| r.id.clone()).collect(),
             tokens,
             truncated,
+            selection: config.data.selection().describe(),
         });
     }
     Ok(out)
@@ -278,6 +283,8 @@ fn prompts_summary(prompts: &[Prompts]) -> serde_json::Value {
                 "prompt_ids": p.ids,
                 "prompt_tokens": p.tokens.iter().map(Vec::len).collect::<Vec<_>>(),
                 "truncated_prompts": p.truncated,
+                "selection": p.selection,
+                "template_text": p.dataset.template_text(),
             }))
             .collect::<Vec<_>>()
     )
