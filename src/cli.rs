@@ -67,8 +67,9 @@ pub struct DataShowArgs {
     /// xsum, dolly or wmt18.
     #[arg(long)]
     pub dataset: String,
-    /// A JSONL file, or a folder laid out like ../shared/data. Without it:
-    /// the samples embedded in the binary.
+    /// A JSONL or parquet file, a folder laid out like ../shared/data, or a
+    /// folder laid out like the dataset's Hugging Face repo. Without it: the
+    /// samples embedded in the binary.
     #[arg(long)]
     pub dataset_file: Option<PathBuf>,
     /// How many prompts.

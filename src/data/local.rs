@@ -1,12 +1,14 @@
 //! Local dataset files (`DATA.md` §4): JSONL rows with the Hugging Face
-//! field names, from a file or from a directory laid out like
-//! `../shared/data` (`xsum_test.jsonl`, `dolly_15k.jsonl`,
-//! `wmt18_de_en_test.jsonl`).
+//! field names or parquet files, given as one file, a directory laid out
+//! like `../shared/data` (`xsum_test.jsonl`, `dolly_15k.jsonl`,
+//! `wmt18_de_en_test.jsonl`), or a directory laid out like the dataset's
+//! Hugging Face repo (`default/test/0000.parquet`, …).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::parquet::{hub_layout_files, read_parquet_records};
 use super::{Dataset, Record, Selection, parse_jsonl};
 
 impl Dataset {
@@ -29,44 +31,66 @@ impl Dataset {
     }
 }
 
-/// The file a local `path` names for `dataset`: the path itself if it is a
-/// file, else the dataset's file in that directory.
-pub fn local_file(dataset: Dataset, path: &Path) -> Result<PathBuf> {
+/// What a local path holds for one dataset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalSource {
+    Jsonl(PathBuf),
+    /// One or more parquet files, read in order.
+    Parquet(Vec<PathBuf>),
+}
+
+/// The source a local `path` names for `dataset`: a `.jsonl` or `.parquet`
+/// file; or in a directory, the dataset's JSONL file (`../shared/data`
+/// layout), else its parquet files in the Hugging Face repo layout.
+pub fn local_source(dataset: Dataset, path: &Path) -> Result<LocalSource> {
     if path.is_file() {
-        return Ok(path.to_path_buf());
+        return match path.extension().and_then(|e| e.to_str()) {
+            Some("parquet") => Ok(LocalSource::Parquet(vec![path.to_path_buf()])),
+            _ => Ok(LocalSource::Jsonl(path.to_path_buf())),
+        };
     }
     if !path.is_dir() {
         bail!(
-            "data path {} does not exist: give a JSONL file or a folder like ../shared/data",
+            "data path {} does not exist: give a JSONL or parquet file, or a folder like ../shared/data",
             path.display()
         );
     }
-    let file = path.join(dataset.local_file_name());
-    if !file.is_file() {
-        bail!(
-            "{} has no {} for {}: name the file itself, or use a folder laid out like ../shared/data",
-            path.display(),
-            dataset.local_file_name(),
-            dataset.name()
-        );
+    let jsonl = path.join(dataset.local_file_name());
+    if jsonl.is_file() {
+        return Ok(LocalSource::Jsonl(jsonl));
     }
-    Ok(file)
+    hub_layout_files(dataset, path)
+        .map(LocalSource::Parquet)
+        .with_context(|| {
+            format!(
+                "{} has neither {} nor the dataset's parquet files",
+                path.display(),
+                dataset.local_file_name()
+            )
+        })
 }
 
 /// The records of `dataset` under `path` that `selection` picks, each
 /// checked to have the fields its template reads.
 pub fn local_records(dataset: Dataset, path: &Path, selection: Selection) -> Result<Vec<Record>> {
-    let file = local_file(dataset, path)?;
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let source = file.display().to_string();
-    let records = selection.apply(parse_jsonl(&text, &source)?, &source)?;
+    let (all, source) = match local_source(dataset, path)? {
+        LocalSource::Jsonl(file) => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let source = file.display().to_string();
+            (parse_jsonl(&text, &source)?, source)
+        }
+        LocalSource::Parquet(files) => (
+            read_parquet_records(&files, dataset)?,
+            files[0].display().to_string(),
+        ),
+    };
+    let records = selection.apply(all, &source)?;
     for record in &records {
         for field in dataset.fields() {
             record.field(field).with_context(|| {
                 format!(
-                    "{} is not a {} file (its rows need {})",
-                    file.display(),
+                    "{source} is not a {} file (its rows need {})",
                     dataset.name(),
                     dataset.fields().join(", ")
                 )

@@ -2,6 +2,7 @@
 //! the prompts embedded in the binary for the offline default.
 
 pub mod local;
+pub mod parquet;
 pub mod select;
 pub mod template;
 pub mod truncate;

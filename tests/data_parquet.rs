@@ -1,0 +1,216 @@
+//! Parquet dataset files: the tiny Hugging Face-layout files of
+//! `../shared/data/parquet` (skipped with a message when absent) and files
+//! this test writes itself with arrow (string kinds, struct columns, every
+//! row group, and the error cases).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, Int64Array, LargeStringArray, RecordBatch, StringArray, StringViewArray, StructArray,
+};
+use arrow_schema::{DataType, Field, Fields};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+use specbench::data::local::{LocalSource, local_records, local_source};
+use specbench::data::{Dataset, Selection, render};
+
+fn shared_parquet() -> Option<PathBuf> {
+    let root = std::env::var("SPECBENCH_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let path = root.join("data/parquet");
+    if path.is_dir() {
+        Some(path)
+    } else {
+        eprintln!("skipping: shared data not found at {}", path.display());
+        None
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("specbench-pq-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `batches` (one row group each) to `path`.
+fn write(path: &Path, batches: &[RecordBatch]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer =
+        ArrowWriter::try_new(file, batches[0].schema(), Some(WriterProperties::default())).unwrap();
+    for b in batches {
+        writer.write(b).unwrap();
+        writer.flush().unwrap(); // a row group per batch
+    }
+    writer.close().unwrap();
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    RecordBatch::try_from_iter(columns.into_iter().map(|(n, a)| (n.to_string(), a))).unwrap()
+}
+
+#[test]
+fn the_shared_hub_layout_folders_read_fifty_rows_each() {
+    let Some(root) = shared_parquet() else {
+        return;
+    };
+    for (dataset, folder, fields) in [
+        (Dataset::Xsum, "xsum", vec!["document", "summary", "id"]),
+        (Dataset::Wmt18, "wmt18", vec!["de", "en"]),
+        (
+            Dataset::Dolly,
+            "dolly",
+            vec!["instruction", "context", "response", "category"],
+        ),
+    ] {
+        let dir = root.join(folder);
+        // WMT's folder holds both layouts (same bytes): only one is read.
+        assert!(
+            matches!(local_source(dataset, &dir).unwrap(), LocalSource::Parquet(f) if f.len() == 1)
+        );
+        let records = local_records(dataset, &dir, Selection::First(50)).unwrap();
+        assert_eq!(records.len(), 50, "{folder}");
+        for field in &fields {
+            assert!(
+                records.iter().all(|r| r.fields.contains_key(*field)),
+                "{folder}: {field}"
+            );
+        }
+        render(dataset, &records[0]).unwrap();
+        assert!(local_records(dataset, &dir, Selection::First(51)).is_err());
+    }
+    let wmt = local_records(Dataset::Wmt18, &root.join("wmt18"), Selection::First(1)).unwrap();
+    assert_eq!(
+        wmt[0].fields["de"],
+        "München 1856: Vier Karten, die Ihren Blick auf die Stadt verändern"
+    );
+    // A single file works too.
+    let file = root.join("wmt18/de-en/test/0000.parquet");
+    assert_eq!(
+        local_records(Dataset::Wmt18, &file, Selection::First(50)).unwrap(),
+        local_records(Dataset::Wmt18, &root.join("wmt18"), Selection::First(50)).unwrap()
+    );
+}
+
+#[test]
+fn every_string_kind_struct_columns_and_every_row_group_are_read() {
+    let dir = scratch("kinds");
+    // XSum-like: LargeUtf8 documents, Utf8View summaries, an Int64 column
+    // that is not needed, in three row groups.
+    let batches: Vec<RecordBatch> = (0..3)
+        .map(|g| {
+            let docs: Vec<String> = (0..4).map(|i| format!("Document {g}-{i}.")).collect();
+            let sums: Vec<String> = (0..4).map(|i| format!("Summary {g}-{i}.")).collect();
+            batch(vec![
+                (
+                    "document",
+                    Arc::new(LargeStringArray::from(docs)) as ArrayRef,
+                ),
+                (
+                    "summary",
+                    Arc::new(StringViewArray::from_iter_values(sums)) as ArrayRef,
+                ),
+                (
+                    "views",
+                    Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+                ),
+            ])
+        })
+        .collect();
+    let path = dir.join("xsum.parquet");
+    write(&path, &batches);
+    let records = local_records(Dataset::Xsum, &path, Selection::First(12)).unwrap();
+    assert_eq!(records.len(), 12);
+    assert_eq!(records[11].fields["document"], "Document 2-3.");
+    assert_eq!(records[5].id, "5", "no id column: the row number");
+    // WMT-like: a struct column `translation: {de, en}`.
+    let fields = Fields::from(vec![
+        Field::new("de", DataType::Utf8, false),
+        Field::new("en", DataType::Utf8, false),
+    ]);
+    let translation = StructArray::new(
+        fields,
+        vec![
+            Arc::new(StringArray::from(vec!["Hallo Welt.", "Guten Tag."])) as ArrayRef,
+            Arc::new(StringArray::from(vec!["Hello world.", "Good day."])) as ArrayRef,
+        ],
+        None,
+    );
+    let path = dir.join("wmt.parquet");
+    write(
+        &path,
+        &[batch(vec![(
+            "translation",
+            Arc::new(translation) as ArrayRef,
+        )])],
+    );
+    let records = local_records(Dataset::Wmt18, &path, Selection::First(2)).unwrap();
+    assert_eq!(
+        render(Dataset::Wmt18, &records[1]).unwrap(),
+        "Translate German to English: Guten Tag.\nEnglish:"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn missing_columns_wrong_types_and_broken_files_get_clear_errors() {
+    let dir = scratch("errors");
+    let error = |path: &Path, dataset: Dataset| {
+        format!(
+            "{:#}",
+            local_records(dataset, path, Selection::First(1)).unwrap_err()
+        )
+    };
+    let path = dir.join("nodoc.parquet");
+    write(
+        &path,
+        &[batch(vec![(
+            "summary",
+            Arc::new(StringArray::from(vec!["s"])) as ArrayRef,
+        )])],
+    );
+    let e = error(&path, Dataset::Xsum);
+    assert!(e.contains("has no column 'document'"), "{e}");
+    let path = dir.join("intdoc.parquet");
+    write(
+        &path,
+        &[batch(vec![(
+            "document",
+            Arc::new(Int64Array::from(vec![7])) as ArrayRef,
+        )])],
+    );
+    let e = error(&path, Dataset::Xsum);
+    assert!(
+        e.contains("column 'document' is Int64") && e.contains("string"),
+        "{e}"
+    );
+    // Cut a valid file short.
+    let good = dir.join("good.parquet");
+    let docs: Vec<String> = (0..200).map(|i| format!("Document number {i}.")).collect();
+    write(
+        &good,
+        &[batch(vec![(
+            "document",
+            Arc::new(StringArray::from(docs)) as ArrayRef,
+        )])],
+    );
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.join("cut.parquet");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let e = error(&cut, Dataset::Xsum);
+    assert!(e.contains("re-download"), "{e}");
+    std::fs::write(&cut, b"not parquet at all").unwrap();
+    let e = error(&cut, Dataset::Xsum);
+    assert!(e.contains("not a readable parquet file"), "{e}");
+    // A folder with neither layout.
+    let e = error(&dir.join("nothing-here"), Dataset::Xsum);
+    assert!(e.contains("does not exist"), "{e}");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = error(&empty, Dataset::Dolly);
+    assert!(e.contains("default/train/*.parquet"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
