@@ -68,10 +68,13 @@ pub struct DataShowArgs {
     #[arg(long)]
     pub dataset: String,
     /// A JSONL or parquet file, a folder laid out like ../shared/data, or a
-    /// folder laid out like the dataset's Hugging Face repo. Without it: the
-    /// samples embedded in the binary.
-    #[arg(long)]
+    /// folder laid out like the dataset's Hugging Face repo. Without it (and
+    /// without --embedded): the dataset on the Hugging Face hub.
+    #[arg(long, conflicts_with = "embedded")]
     pub dataset_file: Option<PathBuf>,
+    /// The samples embedded in the binary (what the offline default runs).
+    #[arg(long)]
+    pub embedded: bool,
     /// How many prompts.
     #[arg(long, default_value_t = 5)]
     pub limit: usize,
@@ -164,6 +167,10 @@ pub struct RunArgs {
     /// Prompts per dataset.
     #[arg(long)]
     pub prompts: Option<usize>,
+    /// Read prompts from local files (data.source = local): a JSONL or
+    /// parquet file, a folder like ../shared/data, or a hub-layout folder.
+    #[arg(long)]
+    pub dataset_file: Option<String>,
     #[arg(long)]
     pub max_new_tokens: Option<usize>,
     /// Seeds (comma-separated).

@@ -67,7 +67,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Data {
             command: DataCommand::Show(args),
         } => {
-            use specbench::data::{Dataset, Selection, show_prompts};
+            use specbench::data::{Dataset, PromptSource, Selection, show_prompts};
             let dataset = Dataset::parse(&args.dataset).map_err(|e| format!("{e:#}"))?;
             let selection = match args.seed {
                 Some(seed) => Selection::Seeded {
@@ -76,8 +76,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 },
                 None => Selection::First(args.limit),
             };
-            let prompts = show_prompts(dataset, args.dataset_file.as_deref(), selection)
-                .map_err(|e| format!("{e:#}"))?;
+            let source = match (args.dataset_file, args.embedded) {
+                (Some(path), _) => PromptSource::Local(path),
+                (None, true) => PromptSource::Embedded,
+                (None, false) => PromptSource::Hub,
+            };
+            let prompts =
+                show_prompts(dataset, &source, selection).map_err(|e| format!("{e:#}"))?;
             if args.json {
                 println!("{}", json(&prompts)?);
             } else {
@@ -256,6 +261,7 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         top_k: args.top_k,
         datasets: args.datasets,
         prompts: args.prompts,
+        dataset_file: args.dataset_file,
         max_new_tokens: args.max_new_tokens,
         seeds: args.seeds,
         device: args.device,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use specbench::data::local::local_records;
 use specbench::data::truncate::fit_prompt;
-use specbench::data::{Dataset, Record, Selection, render};
+use specbench::data::{Dataset, Record, Selection, Template, render};
 use specbench::model::Tokenizer;
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;
@@ -72,7 +72,13 @@ fn long_documents_lose_their_beginning_and_keep_the_template() {
     let records = local_records(Dataset::Xsum, &dir, Selection::First(20)).unwrap();
     let mut cut = 0;
     for record in &records {
-        let (ids, truncated) = fit_prompt(Dataset::Xsum, record, &tokenizer, Some(64)).unwrap();
+        let (ids, truncated) = fit_prompt(
+            &Template::Default(Dataset::Xsum),
+            record,
+            &tokenizer,
+            Some(64),
+        )
+        .unwrap();
         assert!(ids.len() <= 64, "{} tokens", ids.len());
         assert_eq!(ids[0], 2, "BOS first");
         let text = tokenizer.decode(&ids[1..]).unwrap();
@@ -95,7 +101,13 @@ fn long_documents_lose_their_beginning_and_keep_the_template() {
         "only {cut} of 20 XSum prompts needed cutting at 64 tokens"
     );
     // Without a budget nothing changes.
-    let (ids, truncated) = fit_prompt(Dataset::Xsum, &records[0], &tokenizer, None).unwrap();
+    let (ids, truncated) = fit_prompt(
+        &Template::Default(Dataset::Xsum),
+        &records[0],
+        &tokenizer,
+        None,
+    )
+    .unwrap();
     assert!(!truncated);
     assert_eq!(
         ids,
@@ -127,7 +139,13 @@ fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
         .encode(&render(Dataset::Dolly, &record).unwrap())
         .unwrap()
         .len();
-    let (ids, truncated) = fit_prompt(Dataset::Dolly, &record, &tokenizer, Some(full - 8)).unwrap();
+    let (ids, truncated) = fit_prompt(
+        &Template::Default(Dataset::Dolly),
+        &record,
+        &tokenizer,
+        Some(full - 8),
+    )
+    .unwrap();
     assert!(truncated && ids.len() <= full - 8);
     let text = tokenizer.decode(&ids[1..]).unwrap();
     assert!(
@@ -139,9 +157,14 @@ fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
         "{text:?}"
     );
     // The template alone does not fit in 5 tokens.
-    let err = fit_prompt(Dataset::Dolly, &record, &tokenizer, Some(5))
-        .unwrap_err()
-        .to_string();
+    let err = fit_prompt(
+        &Template::Default(Dataset::Dolly),
+        &record,
+        &tokenizer,
+        Some(5),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("lower max_new_tokens"), "{err}");
 }
 
@@ -158,16 +181,23 @@ fn data_show_prints_the_templated_prompts_of_each_dataset() {
             .output()
             .unwrap()
     };
-    for (dataset, prefix) in [
-        ("xsum", "Article: "),
-        ("dolly", "Instruction: "),
-        ("wmt18", "Translate German to English: "),
+    for (dataset, prefix, file) in [
+        ("xsum", "Article: ", dir.clone()),
+        ("dolly", "Instruction: ", dir.clone()),
+        ("wmt18", "Translate German to English: ", dir.clone()),
+        ("xsum", "Article: ", dir.join("parquet/xsum")),
+        ("dolly", "Instruction: ", dir.join("parquet/dolly")),
+        (
+            "wmt18",
+            "Translate German to English: ",
+            dir.join("parquet/wmt18"),
+        ),
     ] {
         let out = show(&[
             "--dataset",
             dataset,
             "--dataset-file",
-            dir.to_str().unwrap(),
+            file.to_str().unwrap(),
             "--limit",
             "3",
             "--json",
@@ -221,4 +251,67 @@ fn data_show_prints_the_templated_prompts_of_each_dataset() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+#[test]
+fn a_run_reads_local_rows_with_a_custom_template_and_records_both() {
+    use std::process::Command;
+    let Some(dir) = shared("data") else {
+        return;
+    };
+    let work = std::env::temp_dir().join(format!("specbench-data-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    // The embedded default, with a custom WMT template.
+    let config = specbench::experiment::config::EMBEDDED_DEFAULT.replace(
+        "[decode]",
+        "[data.templates]\nwmt18 = \"German: {de}\\nEnglish:\"\n\n[decode]",
+    );
+    let config_path = work.join("custom.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let out_dir = work.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .arg("run")
+        .arg(&config_path)
+        .args(["--dataset-file", dir.to_str().unwrap()])
+        .args([
+            "--datasets",
+            "wmt18",
+            "--prompts",
+            "2",
+            "--schemes",
+            "specinfer",
+        ])
+        .args([
+            "--draft-temps",
+            "1.2",
+            "--seeds",
+            "1",
+            "--max-new-tokens",
+            "4",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    let prompts = &manifest["prompts"][0];
+    assert_eq!(prompts["prompt_ids"], serde_json::json!(["0", "1"]));
+    assert_eq!(prompts["selection"], "first 2");
+    assert_eq!(prompts["template"], "wmt18_de_en_custom");
+    assert_eq!(prompts["template_text"], "German: {de}\nEnglish:");
+    assert!(
+        prompts["source"].as_str().unwrap().ends_with("data"),
+        "{prompts}"
+    );
+    let cells = std::fs::read_to_string(out_dir.join("cells.csv")).unwrap();
+    assert!(cells.contains(",wmt18_de_en_custom,"), "{cells}");
+    let _ = std::fs::remove_dir_all(&work);
 }

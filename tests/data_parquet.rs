@@ -214,3 +214,78 @@ fn missing_columns_wrong_types_and_broken_files_get_clear_errors() {
     assert!(e.contains("default/train/*.parquet"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `data show` without a file reads the hub's parquet export; offline it
+/// lists the cached snapshot (Python's layout, the revision
+/// `refs/convert/parquet` as a nested ref), and a cache miss names the fix.
+#[test]
+fn the_hub_export_is_read_offline_from_the_cache() {
+    use std::process::Command;
+    let home = scratch("hf-home");
+    let commit = "89abcdef0123456789abcdef0123456789abcdef";
+    let repo = home.join("hub/datasets--EdinburghNLP--xsum");
+    std::fs::create_dir_all(repo.join("refs/refs/convert")).unwrap();
+    std::fs::write(repo.join("refs/refs/convert/parquet"), commit).unwrap();
+    let split = repo.join("snapshots").join(commit).join("default/test");
+    std::fs::create_dir_all(&split).unwrap();
+    for shard in 0..2 {
+        let docs: Vec<String> = (0..3)
+            .map(|i| format!("Shard {shard} document {i}."))
+            .collect();
+        let ids: Vec<String> = (0..3).map(|i| format!("{shard}{i}")).collect();
+        write(
+            &split.join(format!("{shard:04}.parquet")),
+            &[batch(vec![
+                ("document", Arc::new(StringArray::from(docs)) as ArrayRef),
+                (
+                    "summary",
+                    Arc::new(StringArray::from(vec!["s"; 3])) as ArrayRef,
+                ),
+                ("id", Arc::new(StringArray::from(ids)) as ArrayRef),
+            ])],
+        );
+    }
+    let show = |dataset: &str| {
+        Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args([
+                "data",
+                "show",
+                "--dataset",
+                dataset,
+                "--limit",
+                "5",
+                "--json",
+            ])
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HOME", &home)
+            .output()
+            .unwrap()
+    };
+    let out = show("xsum");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = prompts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["00", "01", "02", "10", "11"], "both shards, in order");
+    assert_eq!(
+        prompts[3]["prompt"],
+        "Article: Shard 1 document 0.\nSummary:"
+    );
+    let out = show("wmt18");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("wmt/wmt18@refs/convert/parquet is not in the Hugging Face cache")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -1,6 +1,7 @@
 //! Datasets and prompts: records, the prompt templates of `DATA.md` §2, and
 //! the prompts embedded in the binary for the offline default.
 
+pub mod hub;
 pub mod local;
 pub mod parquet;
 pub mod select;
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 
 pub use select::Selection;
-pub use template::render;
+pub use template::{Template, render};
 
 /// The three datasets of the paper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,17 +112,51 @@ pub struct ShownPrompt {
     pub prompt: String,
 }
 
-/// The prompts `selection` picks from a local file (or folder), or from the
-/// embedded samples when `file` is `None`, rendered with their template.
+/// Where prompts come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PromptSource {
+    /// The samples in `data/`, compiled in.
+    Embedded,
+    /// A JSONL or parquet file, or a folder (`local::local_source`).
+    Local(std::path::PathBuf),
+    /// The Hugging Face hub (`hub::hub_parquet_files`).
+    Hub,
+}
+
+/// The records `selection` picks from `source`, and a description that
+/// pins where they came from (for the manifest).
+pub fn load_records(
+    dataset: Dataset,
+    source: &PromptSource,
+    selection: Selection,
+) -> Result<(Vec<Record>, String)> {
+    if selection.count() == 0 {
+        bail!("the selection is empty: ask for at least one prompt");
+    }
+    match source {
+        PromptSource::Embedded => Ok((
+            embedded_records(dataset, selection)?,
+            format!("the embedded {} samples (data/)", dataset.name()),
+        )),
+        PromptSource::Local(path) => Ok((
+            local::local_records(dataset, path, selection)?,
+            path.display().to_string(),
+        )),
+        PromptSource::Hub => {
+            let (files, pinned) = hub::hub_parquet_files(dataset)?;
+            let all = parquet::read_parquet_records(&files, dataset)?;
+            Ok((selection.apply(all, &pinned)?, pinned))
+        }
+    }
+}
+
+/// The prompts `selection` picks from `source`, rendered with their template.
 pub fn show_prompts(
     dataset: Dataset,
-    file: Option<&std::path::Path>,
+    source: &PromptSource,
     selection: Selection,
 ) -> Result<Vec<ShownPrompt>> {
-    let records = match file {
-        Some(path) => local::local_records(dataset, path, selection)?,
-        None => embedded_records(dataset, selection)?,
-    };
+    let (records, _) = load_records(dataset, source, selection)?;
     records
         .iter()
         .map(|r| {

@@ -18,6 +18,95 @@ impl Dataset {
     }
 }
 
+/// A dataset's prompt template: the default of `DATA.md` §2, or one from
+/// the config with `{field}` placeholders (`[data.templates]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Template {
+    Default(Dataset),
+    Custom { dataset: Dataset, text: String },
+}
+
+impl Template {
+    /// Checks a custom template once: every `{…}` names a field the
+    /// dataset's rows have, and at least its variable text appears.
+    pub fn custom(dataset: Dataset, text: &str) -> Result<Self> {
+        let names = placeholders(text)?;
+        let known: &[&str] = match dataset {
+            Dataset::Xsum => &["document", "summary", "id"],
+            Dataset::Dolly => &["instruction", "context", "response", "category", "id"],
+            Dataset::Wmt18 => &["de", "en", "id"],
+        };
+        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            anyhow::bail!(
+                "data.templates.{}: unknown field {{{bad}}}: use {}",
+                dataset.name(),
+                known
+                    .iter()
+                    .map(|k| format!("{{{k}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Ok(Self::Custom {
+            dataset,
+            text: text.to_string(),
+        })
+    }
+
+    pub fn dataset(&self) -> Dataset {
+        match self {
+            Template::Default(d) | Template::Custom { dataset: d, .. } => *d,
+        }
+    }
+
+    /// The id recorded with results.
+    pub fn id(&self) -> String {
+        match self {
+            Template::Default(d) => d.template_id().to_string(),
+            Template::Custom { dataset, .. } => format!("{}_custom", dataset.template_id()),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            Template::Default(d) => d.template_text().to_string(),
+            Template::Custom { text, .. } => text.clone(),
+        }
+    }
+
+    pub fn render(&self, record: &Record) -> Result<String> {
+        match self {
+            Template::Default(d) => render(*d, record),
+            Template::Custom { text, .. } => {
+                let mut out = String::with_capacity(text.len() * 2);
+                let mut rest = text.as_str();
+                while let Some(open) = rest.find('{') {
+                    out.push_str(&rest[..open]);
+                    let close = rest[open..].find('}').expect("checked") + open;
+                    out.push_str(record.field(&rest[open + 1..close])?);
+                    rest = &rest[close + 1..];
+                }
+                out.push_str(rest);
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// The `{name}` placeholders of a template, in order.
+fn placeholders(text: &str) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(len) = rest[open..].find('}') else {
+            anyhow::bail!("template {text:?}: a '{{' is never closed");
+        };
+        names.push(rest[open + 1..open + len].to_string());
+        rest = &rest[open + len + 1..];
+    }
+    Ok(names)
+}
+
 /// Renders a record as a prompt for `dataset`.
 pub fn render(dataset: Dataset, record: &Record) -> Result<String> {
     Ok(match dataset {
@@ -50,6 +139,22 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn custom_templates_fill_their_fields_and_refuse_unknown_ones() {
+        let t = Template::custom(Dataset::Wmt18, "DE: {de}\nEN:").unwrap();
+        let r = record(&[("de", "Hallo."), ("en", "Hello.")]);
+        assert_eq!(t.render(&r).unwrap(), "DE: Hallo.\nEN:");
+        assert_eq!(t.id(), "wmt18_de_en_custom");
+        let e = Template::custom(Dataset::Xsum, "Text: {body}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field {body}"), "{e}");
+        assert!(Template::custom(Dataset::Xsum, "Text: {document").is_err());
+        let d = Template::Default(Dataset::Xsum);
+        let x = record(&[("document", "A.")]);
+        assert_eq!(d.render(&x).unwrap(), render(Dataset::Xsum, &x).unwrap());
     }
 
     #[test]

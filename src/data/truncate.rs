@@ -5,7 +5,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{Dataset, Record, render};
+use super::{Dataset, Record, Template};
 use crate::model::Tokenizer;
 
 /// Tokens kept spare at the cut, for BPE merges across it (`DATA.md` §3).
@@ -14,13 +14,14 @@ const MERGE_MARGIN: usize = 2;
 /// The prompt's token ids within `budget` (`None`: no limit), and whether
 /// it had to be truncated.
 pub fn fit_prompt(
-    dataset: Dataset,
+    template: &Template,
     record: &Record,
     tokenizer: &dyn Tokenizer,
     budget: Option<usize>,
 ) -> Result<(Vec<u32>, bool)> {
+    let dataset = template.dataset();
     let mut record = record.clone();
-    let mut ids = tokenizer.encode(&render(dataset, &record)?)?;
+    let mut ids = tokenizer.encode(&template.render(&record)?)?;
     let Some(budget) = budget else {
         return Ok((ids, false));
     };
@@ -46,7 +47,7 @@ pub fn fit_prompt(
                 break; // no progress: go on to the next field
             }
             record.fields.insert(field.to_string(), kept);
-            ids = tokenizer.encode(&render(dataset, &record)?)?;
+            ids = tokenizer.encode(&template.render(&record)?)?;
             truncated = true;
         }
     }

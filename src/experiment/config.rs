@@ -75,6 +75,10 @@ pub struct Data {
     /// taking the first rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_seed: Option<u64>,
+    /// Prompt templates replacing the defaults of `DATA.md` §2, by dataset
+    /// (`xsum = "Document: {document}\nTL;DR:"`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub templates: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +113,14 @@ pub struct Sweep {
 }
 
 impl Data {
+    /// The template of `dataset`: the config's, else the default.
+    pub fn template(&self, dataset: crate::data::Dataset) -> Result<crate::data::Template> {
+        match self.templates.get(dataset.name()) {
+            Some(text) => crate::data::Template::custom(dataset, text),
+            None => Ok(crate::data::Template::Default(dataset)),
+        }
+    }
+
     /// Which rows become prompts.
     pub fn selection(&self) -> crate::data::Selection {
         match self.sample_seed {
@@ -182,6 +194,11 @@ impl Config {
             ("embedded" | "hub" | "local", _) => {}
             (other, _) => bail!("data.source '{other}': use embedded, local or hub"),
         }
+        for name in self.data.templates.keys() {
+            let dataset = crate::data::Dataset::parse(name)
+                .map_err(|e| anyhow::anyhow!("data.templates: {e}"))?;
+            self.data.template(dataset)?;
+        }
         if self.data.prompts == 0 {
             bail!("data.prompts must be at least 1");
         }
@@ -240,6 +257,8 @@ pub struct Overrides {
     pub top_k: Option<usize>,
     pub datasets: Option<Vec<String>>,
     pub prompts: Option<usize>,
+    /// Local prompt files: sets data.source = local and data.path.
+    pub dataset_file: Option<String>,
     pub max_new_tokens: Option<usize>,
     pub seeds: Option<Vec<u64>>,
     pub device: Option<String>,
@@ -272,6 +291,10 @@ impl Overrides {
         set(&mut config.decode.top_k, &self.top_k);
         set(&mut config.data.datasets, &self.datasets);
         set(&mut config.data.prompts, &self.prompts);
+        if let Some(path) = &self.dataset_file {
+            config.data.source = "local".into();
+            config.data.path = Some(path.clone());
+        }
         set(&mut config.decode.max_new_tokens, &self.max_new_tokens);
         set(&mut config.sweep.seeds, &self.seeds);
         set(&mut config.models.device, &self.device);

@@ -17,9 +17,8 @@ use super::output::{
 };
 use super::plan::{Cell, CellKind, Plan, Skipped};
 use super::progress::Progress;
-use crate::data::local::local_records;
 use crate::data::truncate::fit_prompt;
-use crate::data::{Dataset, embedded_records};
+use crate::data::{Dataset, PromptSource, Template, load_records};
 use crate::decode::{DecodeConfig, Generation, autoregressive, generate};
 use crate::dist::Processing;
 use crate::model::{ModelPair, load_pair};
@@ -62,6 +61,9 @@ struct Prompts {
     truncated: usize,
     /// How the rows were chosen, for the manifest.
     selection: String,
+    /// Where they were read: file, hub repo at its commit, or embedded.
+    origin: String,
+    template: Template,
 }
 
 pub fn default_out_dir(config: &Config, shard: Option<(usize, usize)>) -> PathBuf {
@@ -179,6 +181,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
             &progress,
         )
         .with_context(|| format!("cell {}", cell.id))?;
+        let template_id = config.data.template(cell.dataset)?.id();
         let context = RowContext {
             draft_len: config.decode.draft_len,
             target_temp: config.decode.target_temp,
@@ -186,7 +189,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
             top_k: config.decode.top_k,
             max_new_tokens: config.decode.max_new_tokens,
             eos: models.target.eos_token(),
-            template: cell.dataset.template_id(),
+            template: &template_id,
         };
         let mut row =
             CellRow::from_generations(cell, &context, &generations, began.elapsed().as_secs_f64());
@@ -246,19 +249,17 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
     };
     let mut out = Vec::new();
     for dataset in config.datasets()? {
-        let records = match (config.data.source.as_str(), &config.data.path) {
-            ("embedded", _) => embedded_records(dataset, config.data.selection())?,
-            ("local", Some(path)) => {
-                local_records(dataset, Path::new(path), config.data.selection())?
-            }
-            (source, _) => bail!(
-                "data.source '{source}': reading the Hugging Face datasets is not in this build yet; use source = \"local\" with a path (e.g. ../shared/data) or \"embedded\""
-            ),
+        let source = match (config.data.source.as_str(), &config.data.path) {
+            ("local", Some(path)) => PromptSource::Local(PathBuf::from(path)),
+            ("hub", _) => PromptSource::Hub,
+            _ => PromptSource::Embedded,
         };
+        let (records, origin) = load_records(dataset, &source, config.data.selection())?;
+        let template = config.data.template(dataset)?;
         let mut tokens = Vec::new();
         let mut truncated = 0;
         for record in &records {
-            let (ids, cut) = fit_prompt(dataset, record, models.tokenizer.as_ref(), budget)?;
+            let (ids, cut) = fit_prompt(&template, record, models.tokenizer.as_ref(), budget)?;
             truncated += usize::from(cut);
             tokens.push(ids);
         }
@@ -268,6 +269,8 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
             tokens,
             truncated,
             selection: config.data.selection().describe(),
+            origin,
+            template,
         });
     }
     Ok(out)
@@ -279,12 +282,13 @@ fn prompts_summary(prompts: &[Prompts]) -> serde_json::Value {
             .iter()
             .map(|p| json!({
                 "dataset": p.dataset.name(),
-                "template": p.dataset.template_id(),
+                "template": p.template.id(),
                 "prompt_ids": p.ids,
                 "prompt_tokens": p.tokens.iter().map(Vec::len).collect::<Vec<_>>(),
                 "truncated_prompts": p.truncated,
                 "selection": p.selection,
-                "template_text": p.dataset.template_text(),
+                "source": p.origin,
+                "template_text": p.template.text(),
             }))
             .collect::<Vec<_>>()
     )
