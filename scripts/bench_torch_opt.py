@@ -22,6 +22,7 @@ SHAPES = {  # hidden, layers, heads, word_embed_proj_dim, pre-LN
     "125m": (768, 12, 12, 768, True),
     "350m": (1024, 24, 16, 512, False),
     "1.3b": (2048, 24, 32, 2048, True),
+    "13b": (5120, 40, 40, 5120, True),
 }
 
 
@@ -32,9 +33,19 @@ def kv_pairs(cache):
     return [(k, v) for k, v in cache.to_legacy_cache()]
 
 
+DEVICE = "cpu"
+
+
+def sync():
+    if DEVICE.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def timed(fn):
+    sync()
     start = time.perf_counter()
     out = fn()
+    sync()
     return (time.perf_counter() - start) * 1e3, out
 
 
@@ -48,8 +59,12 @@ def main():
     ap.add_argument("--drafts", type=int, default=2)
     ap.add_argument("--draft-len", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     h, layers, heads, proj, pre = SHAPES[args.size]
@@ -57,9 +72,9 @@ def main():
                        ffn_dim=4 * h, num_attention_heads=heads, max_position_embeddings=2048,
                        word_embed_proj_dim=proj, do_layer_norm_before=pre,
                        dropout=0.0, attention_dropout=0.0)
-    model = OPTForCausalLM(config).eval()
+    model = OPTForCausalLM(config).eval().to(device=args.device, dtype=getattr(torch, args.dtype))
     params = sum(p.numel() for p in model.parameters())
-    prompt = torch.tensor([[4 + (i * 7) % 50000 for i in range(args.prompt)]])
+    prompt = torch.tensor([[4 + (i * 7) % 50000 for i in range(args.prompt)]], device=args.device)
     rows = []
     with torch.inference_mode():
         for b in map(int, args.batches.split(",")):
@@ -71,14 +86,15 @@ def main():
             past = out.past_key_values
             decode = []
             for step in range(args.steps + 1):
-                token = torch.full((b, 1), 5 + step)
+                token = torch.full((b, 1), 5 + step, device=args.device)
                 ms, out = timed(lambda: model(token, past_key_values=past, use_cache=True))
                 past = out.past_key_values
                 if step > 0:
                     decode.append(ms)
             # Verification: K copies of the prompt's cache, L + 1 tokens each.
             _, base = timed(lambda: model(prompt, use_cache=True))
-            block = torch.tensor([[9 + i for i in range(args.draft_len + 1)]]).expand(args.drafts, -1)
+            block = torch.tensor([[9 + i for i in range(args.draft_len + 1)]],
+                                 device=args.device).expand(args.drafts, -1)
             verify = []
             for _ in range(args.repeats + 1):
                 cache = DynamicCache()
@@ -95,7 +111,7 @@ def main():
     if args.json:
         print(json.dumps(rows))
     else:
-        print(f"transformers OPT, random weights ({args.threads} threads, cpu f32, torch {torch.__version__})")
+        print(f"transformers OPT, random weights ({args.threads} threads, {args.device} {args.dtype}, torch {torch.__version__})")
         print(f"{'size':>6} {'params':>7} {'batch':>5} {'prompt':>7} {'prefill ms':>11} {'decode ms':>11} {'verify ms':>11}")
         for r in rows:
             print(f"{r['size']:>6} {r['parameters'] / 1e6:>6.0f}M {r['batch']:>5} {r['prompt']:>7} "

@@ -288,6 +288,9 @@ pub struct BenchModelArgs {
     /// Timed repetitions of prefill and verification.
     #[arg(long, default_value_t = 5)]
     pub repeats: usize,
+    /// Also time a whole speculative round with a draft of this OPT size.
+    #[arg(long)]
+    pub draft_size: Option<String>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
     pub device: String,

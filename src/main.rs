@@ -198,6 +198,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 device: parse_device(&args.device).map_err(|e| format!("{e:#}"))?,
                 dtype: parse_dtype(&args.dtype).map_err(|e| format!("{e:#}"))?,
                 seed: args.seed,
+                draft_size: args.draft_size,
             };
             let rows = bench_model(&options).map_err(|e| format!("{e:#}"))?;
             if args.json {

@@ -1,8 +1,12 @@
 //! `specbench bench model`: forward-pass time of OPT-shaped models with
 //! random weights (no download) — prompt processing, one decode step, and
 //! the target's verification call of K rows × (L + 1) tokens — at batch 1
-//! and 2. `scripts/bench_torch_opt.py` times the same shapes through
-//! transformers for comparison.
+//! and 2; with `--draft-size`, a whole speculative round (L draft steps on
+//! K rows, then the target's verification). Each decode step is put beside
+//! its memory-bandwidth floor: the bytes of weights one step must read,
+//! over the device bandwidth measured here by a large on-device copy.
+//! `scripts/bench_torch_opt.py` times the same shapes through transformers
+//! for comparison.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -31,6 +35,8 @@ pub struct ModelBenchOptions {
     pub device: Device,
     pub dtype: DType,
     pub seed: u64,
+    /// Draft size for the whole-round measurement (`None`: skip it).
+    pub draft_size: Option<String>,
 }
 
 /// One (size, batch) row; times in milliseconds.
@@ -46,13 +52,88 @@ pub struct ModelBenchRow {
     pub decode_ms: f64,
     /// K rows × (L + 1) tokens after the prompt (batch 1 rows only).
     pub verify_ms: f64,
+    /// Bytes of weights a decode step reads (every parameter once).
+    pub weight_bytes: usize,
+    /// Device memory bandwidth measured by an on-device copy, GB/s.
+    pub bandwidth_gbs: f64,
+    /// `weight_bytes / bandwidth`: no decode step can be faster.
+    pub floor_ms: f64,
+    /// `decode_ms / floor_ms`.
+    pub decode_over_floor: f64,
+    /// One speculative round with `--draft-size`: L draft steps on K rows
+    /// plus the verification call.
+    pub round_ms: Option<f64>,
     pub threads: usize,
     pub device: String,
     pub dtype: String,
 }
 
+/// Read + write bandwidth of the device, GB/s: the median of timed copies
+/// of a 512 MiB buffer (`x · 1`, which reads and writes every byte).
+pub fn device_bandwidth(device: &Device) -> Result<f64> {
+    let elements = 128 << 20; // 512 MiB of f32
+    let x = candle_core::Tensor::zeros(elements, DType::F32, device)?;
+    let mut times = Vec::new();
+    for _ in 0..6 {
+        device.synchronize()?;
+        let start = Instant::now();
+        let y = x.affine(1.0, 0.0)?;
+        device.synchronize()?;
+        times.push(start.elapsed().as_secs_f64());
+        drop(y);
+    }
+    times.remove(0);
+    Ok(2.0 * (elements * 4) as f64 / median(&mut times) / 1e9)
+}
+
+/// One speculative round: the target and draft have the prompt cached; the
+/// draft decodes `draft_len` steps on K rows, the target verifies K rows of
+/// L + 1 tokens; both roll back. Median of `repeats`.
+fn round_time(
+    target: &mut dyn CausalLm,
+    draft: &mut dyn CausalLm,
+    prompt: &[u32],
+    options: &ModelBenchOptions,
+) -> Result<f64> {
+    let k = options.drafts;
+    target.reset();
+    draft.reset();
+    target.forward(&[prompt], Positions::Last)?;
+    draft.forward(&[prompt], Positions::Last)?;
+    let block: Vec<u32> = (0..=options.draft_len as u32).map(|i| 9 + i).collect();
+    let mut times = Vec::new();
+    for _ in 0..=options.repeats {
+        let start = Instant::now();
+        draft.select_rows(&vec![0; k])?;
+        for step in 0..options.draft_len {
+            let token = [block[step + 1]];
+            draft.forward(&vec![&token[..]; k], Positions::Last)?;
+        }
+        target.select_rows(&vec![0; k])?;
+        target.forward(&vec![block.as_slice(); k], Positions::All)?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        target.select_rows(&[0])?;
+        target.truncate(prompt.len())?;
+        draft.select_rows(&[0])?;
+        draft.truncate(prompt.len())?;
+    }
+    times.remove(0);
+    Ok(median(&mut times))
+}
+
 pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
     let threads = candle_core::utils::get_num_threads();
+    let bandwidth = device_bandwidth(&options.device)?;
+    let bytes_per_weight = options.dtype.size_in_bytes();
+    let mut draft = match &options.draft_size {
+        Some(size) => Some(random_opt(
+            opt_shape(size)?,
+            &options.device,
+            options.dtype,
+            options.seed + 1,
+        )?),
+        None => None,
+    };
     let mut rows = Vec::new();
     for size in &options.sizes {
         let config = opt_shape(size)?;
@@ -102,14 +183,26 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 model.truncate(prompt.len())?;
             }
             verify.remove(0);
+            let round_ms = match draft.as_mut() {
+                Some(d) if batch == 1 => Some(round_time(&mut model, d, &prompt, options)?),
+                _ => None,
+            };
+            let weight_bytes = parameters * bytes_per_weight;
+            let floor_ms = weight_bytes as f64 / (bandwidth * 1e9) * 1e3;
+            let decode_ms = median(&mut decode);
             rows.push(ModelBenchRow {
                 size: size.clone(),
                 parameters,
                 batch,
                 prompt: options.prompt,
                 prefill_ms: median(&mut prefill),
-                decode_ms: median(&mut decode),
+                decode_ms,
                 verify_ms: median(&mut verify),
+                weight_bytes,
+                bandwidth_gbs: bandwidth,
+                floor_ms,
+                decode_over_floor: decode_ms / floor_ms,
+                round_ms,
                 threads,
                 device: crate::model::checkpoint::device_name(&options.device),
                 dtype: crate::model::checkpoint::dtype_name(options.dtype).into(),
@@ -132,20 +225,45 @@ pub fn model_table(rows: &[ModelBenchRow], options: &ModelBenchOptions) -> Strin
     );
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>5} {:>7} {:>11} {:>11} {:>11}",
-        "size", "params", "batch", "prompt", "prefill ms", "decode ms", "verify ms"
+        "measured bandwidth {:.1} GB/s; floor = weight bytes / bandwidth{}",
+        rows.first().map_or(0.0, |r| r.bandwidth_gbs),
+        options
+            .draft_size
+            .as_ref()
+            .map(|d| format!(
+                "; round = {} draft steps of OPT-{d} on {} rows + verify",
+                options.draft_len, options.drafts
+            ))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>7} {:>5} {:>7} {:>11} {:>11} {:>9} {:>7} {:>11} {:>9}",
+        "size",
+        "params",
+        "batch",
+        "prompt",
+        "prefill ms",
+        "decode ms",
+        "floor ms",
+        "×floor",
+        "verify ms",
+        "round ms"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>6} {:>6.0}M {:>5} {:>7} {:>11.2} {:>11.2} {:>11.2}",
+            "{:>6} {:>6.0}M {:>5} {:>7} {:>11.2} {:>11.2} {:>9.2} {:>7.2} {:>11.2} {:>9}",
             r.size,
             r.parameters as f64 / 1e6,
             r.batch,
             r.prompt,
             r.prefill_ms,
             r.decode_ms,
-            r.verify_ms
+            r.floor_ms,
+            r.decode_over_floor,
+            r.verify_ms,
+            r.round_ms.map_or("-".into(), |t| format!("{t:.2}"))
         );
     }
     out
