@@ -46,10 +46,13 @@ for lib in "$CU"/lib/*.so*; do
     base=$(basename "$lib" | sed -E 's/(\.so)\..*/\1/')
     [ -e "$HOME_DIR/lib64/$base" ] || ln -s "$lib" "$HOME_DIR/lib64/$base"
 done
-# The wheels carry no driver: a stub satisfies -lcuda; the real one is
-# loaded at run time.
+# The wheels carry no driver. candle links the driver API (-lcuda), so the
+# linker needs its symbols: a stub defines every cu* name in cuda.h, with
+# the driver's soname, so that at run time the real libcuda.so.1 is loaded.
 if [ ! -e "$HOME_DIR/lib64/libcuda.so" ]; then
-    echo "" | cc -x c -shared -o "$HOME_DIR/lib64/libcuda.so" -
+    grep -oE '\bcu[A-Z][A-Za-z0-9_]*\b' "$CU/include/cuda.h" | sort -u \
+        | sed 's/.*/int &(void) { return 999; }/' > "$HOME_DIR/cuda_stub.c"
+    cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$HOME_DIR/lib64/libcuda.so" "$HOME_DIR/cuda_stub.c"
 fi
 
 export CUDA_HOME=$HOME_DIR CUDA_PATH=$HOME_DIR
