@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use specbench::decode::{DecodeConfig, generate};
 use specbench::dist::Processing;
 use specbench::inspect::{InspectRequest, next_token};
-use specbench::model::Tokenizer;
 use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;
+use specbench::model::{CausalLm, Tokenizer};
 use specbench::rng::SpecRng;
 use specbench::select::build;
 
@@ -26,6 +26,22 @@ fn shared(name: &str) -> Option<PathBuf> {
         eprintln!("skipped: {} is absent", dir.display());
         None
     }
+}
+
+type TrainedPair = (Box<dyn CausalLm>, Box<dyn CausalLm>, HfTokenizer);
+
+/// The trained pair as (target, draft, tokenizer), or `None` (with the
+/// skip message) when `../shared` is absent.
+fn trained_pair() -> Option<TrainedPair> {
+    let (target_dir, draft_dir) = (shared("tiny-opt-target")?, shared("tiny-opt-draft")?);
+    let load =
+        |dir: &Path| load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default()).unwrap();
+    let target = load(&target_dir);
+    Some((
+        target.model,
+        load(&draft_dir).model,
+        target.tokenizer.unwrap(),
+    ))
 }
 
 fn golden() -> serde_json::Value {
@@ -97,18 +113,11 @@ fn vocab_and_merges_tokenize_like_tokenizer_json() {
 
 #[test]
 fn the_trained_pair_loads_and_generates_speculatively() {
-    let (Some(target_dir), Some(draft_dir)) = (shared("tiny-opt-target"), shared("tiny-opt-draft"))
-    else {
+    let Some((mut target, mut draft, tokenizer)) = trained_pair() else {
         return;
     };
-    let load =
-        |dir: &Path| load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default()).unwrap();
-    let target = load(&target_dir);
-    let mut draft = load(&draft_dir);
-    let tokenizer = target.tokenizer.unwrap();
-    let mut target = target.model;
     assert_eq!(target.vocab_size(), 8192);
-    assert_eq!(draft.model.vocab_size(), 8192);
+    assert_eq!(draft.vocab_size(), 8192);
     assert_eq!(target.max_positions(), Some(512));
     let prompt = tokenizer.encode("The weather today").unwrap();
     let config = DecodeConfig {
@@ -124,7 +133,7 @@ fn the_trained_pair_loads_and_generates_speculatively() {
         let mut rng = SpecRng::new(7);
         let g = generate(
             target.as_mut(),
-            draft.model.as_mut(),
+            draft.as_mut(),
             &prompt,
             scheme.as_ref(),
             &config,
@@ -152,16 +161,9 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
     // changes some p and with it the race winner: the stream must equal
     // target-only race sampling token for token.
     use specbench::decode::race::race_autoregressive;
-    let (Some(target_dir), Some(draft_dir)) = (shared("tiny-opt-target"), shared("tiny-opt-draft"))
-    else {
+    let Some((mut target, mut draft, tokenizer)) = trained_pair() else {
         return;
     };
-    let load =
-        |dir: &Path| load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default()).unwrap();
-    let target = load(&target_dir);
-    let tokenizer = target.tokenizer.unwrap();
-    let mut target = target.model;
-    let mut draft = load(&draft_dir).model;
     let prompt = tokenizer
         .encode("Summarize: the council met on Monday")
         .unwrap();

@@ -5,14 +5,13 @@
 //! (`{config}/{split}/*.parquet`), not by hard-coded shard names; with
 //! `HF_HUB_OFFLINE=1` the listing is the cached snapshot folder.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use hf_hub::api::sync::ApiBuilder;
+use anyhow::{Result, bail};
 use hf_hub::{Cache, Repo, RepoType};
 
 use super::Dataset;
-use crate::model::hub::offline;
+use crate::model::hub::{hub_client, offline};
 
 /// Where a dataset lives on the hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,15 +45,10 @@ pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
     let hub = dataset.hub();
     let prefix = format!("{}/{}/", hub.config, hub.split);
     let repo = Repo::with_revision(hub.repo.into(), RepoType::Dataset, hub.revision.into());
-    let files = if offline() {
+    let (files, commit) = if offline() {
         cached_files(dataset, &repo, &prefix)?
     } else {
-        let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
-        let api = ApiBuilder::from_env()
-            .with_token(token)
-            .build()
-            .context("starting the Hugging Face hub client")?
-            .repo(repo);
+        let api = hub_client()?.repo(repo);
         let info = api.info().map_err(|e| {
             anyhow::anyhow!(
                 "listing {}@{} on the hub: {e} (no network? set HF_HUB_OFFLINE=1 to use the cache, or give a local path)",
@@ -62,6 +56,7 @@ pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
                 hub.revision
             )
         })?;
+        let commit = info.sha;
         let mut names: Vec<String> = info
             .siblings
             .into_iter()
@@ -76,26 +71,24 @@ pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
                 hub.revision
             );
         }
-        names
+        let files = names
             .iter()
             .map(|n| {
                 api.get(n)
                     .map_err(|e| anyhow::anyhow!("downloading {n} of {}: {e}", hub.repo))
             })
-            .collect::<Result<Vec<_>>>()?
+            .collect::<Result<Vec<_>>>()?;
+        (files, commit)
     };
-    let commit = files
-        .first()
-        .and_then(|f| snapshot_commit(f, &prefix))
-        .unwrap_or_else(|| hub.revision.to_string());
     Ok((
         files,
         format!("{}@{commit} {}/{}", hub.repo, hub.config, hub.split),
     ))
 }
 
-/// Offline: the parquet files under the cached snapshot of the revision.
-fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<Vec<PathBuf>> {
+/// Offline: the parquet files under the cached snapshot of the revision,
+/// and that snapshot's commit.
+fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<(Vec<PathBuf>, String)> {
     let hub = dataset.hub();
     let cache = Cache::from_env();
     let folder = cache.path().join(repo.folder_name());
@@ -107,9 +100,11 @@ fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<Vec<PathB
             cache.path().display()
         )
     };
-    let commit =
-        std::fs::read_to_string(folder.join("refs").join(hub.revision)).map_err(|_| missing())?;
-    let dir = folder.join("snapshots").join(commit.trim()).join(prefix);
+    let commit = std::fs::read_to_string(folder.join("refs").join(hub.revision))
+        .map_err(|_| missing())?
+        .trim()
+        .to_string();
+    let dir = folder.join("snapshots").join(&commit).join(prefix);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|_| missing())?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -119,16 +114,5 @@ fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<Vec<PathB
     if files.is_empty() {
         return Err(missing());
     }
-    Ok(files)
-}
-
-/// The snapshot commit of a file fetched as `snapshots/<commit>/<prefix><name>`.
-fn snapshot_commit(file: &Path, prefix: &str) -> Option<String> {
-    let depth = prefix.matches('/').count() + 1;
-    let snapshot = file.ancestors().nth(depth)?;
-    (snapshot.parent()?.file_name()? == "snapshots").then(|| {
-        snapshot
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-    })?
+    Ok((files, commit))
 }

@@ -219,17 +219,13 @@ fn draft_tree(
             let Some(q) = laws.get(&leaf[..t]) else {
                 continue; // the parent was never drafted
             };
-            let wanted = tree
+            let children: Vec<&Vec<usize>> = tree
                 .iter()
                 .filter(|w| w.len() == t + 1 && w.starts_with(&leaf[..t]))
-                .map(|w| w[t])
-                .max()
-                .unwrap_or(1);
+                .collect();
+            let wanted = children.iter().map(|w| w[t]).max().unwrap_or(1);
             let arrivals = first_arrivals(race, base + t as u64, q, wanted);
-            for w in tree
-                .iter()
-                .filter(|w| w.len() == t + 1 && w.starts_with(&leaf[..t]))
-            {
+            for w in children {
                 if let Some(&x) = arrivals.get(w[t] - 1) {
                     tokens_of.insert(w.clone(), x);
                 }

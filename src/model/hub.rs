@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use hf_hub::api::sync::{ApiBuilder, ApiRepo};
+use hf_hub::api::sync::{Api, ApiBuilder, ApiRepo};
 use hf_hub::{Cache, CacheRepo, Repo, RepoType};
 
 /// Where a model's files come from.
@@ -62,6 +62,16 @@ pub struct ModelFiles {
     pub tokenizer: Option<TokenizerFiles>,
 }
 
+/// The hub client: `HF_HOME` / `HF_ENDPOINT` through `from_env`, and
+/// `HF_TOKEN` (which hf-hub does not read itself) for gated repos.
+pub fn hub_client() -> Result<Api> {
+    let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    ApiBuilder::from_env()
+        .with_token(token)
+        .build()
+        .context("starting the Hugging Face hub client")
+}
+
 /// `HF_HUB_OFFLINE` as Python's `huggingface_hub` reads it.
 pub fn offline() -> bool {
     std::env::var("HF_HUB_OFFLINE")
@@ -105,12 +115,7 @@ impl ModelSource {
         let repo = if offline() {
             HubRepo::Offline(Box::new(Cache::from_env().repo(repo)))
         } else {
-            let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
-            let api = ApiBuilder::from_env()
-                .with_token(token)
-                .build()
-                .context("starting the Hugging Face hub client")?;
-            HubRepo::Online(Box::new(api.repo(repo)))
+            HubRepo::Online(Box::new(hub_client()?.repo(repo)))
         };
         Ok(Self::Hub {
             id: name.to_string(),
