@@ -49,7 +49,7 @@ pub fn next_token(request: &InspectRequest) -> Result<NextToken> {
             .decode(&[id])
             .unwrap_or_else(|_| format!("<{id}>"))
     };
-    let logprobs = log_softmax(logits.at(0, 0));
+    let logprobs = log_softmax(logits.at(0, 0)?);
     let mut order: Vec<usize> = (0..logprobs.len()).collect();
     order.sort_by(|&a, &b| logprobs[b].total_cmp(&logprobs[a]));
     let top = order

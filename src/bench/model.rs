@@ -16,7 +16,7 @@ use candle_core::{DType, Device};
 
 use crate::bench::median;
 use crate::model::opt::{opt_shape, random_opt, tensor_shapes};
-use crate::model::{CausalLm, Positions};
+use crate::model::{CausalLm, Logits, Positions};
 
 #[derive(Clone, Debug)]
 pub struct ModelBenchOptions {
@@ -86,6 +86,15 @@ pub fn device_bandwidth(device: &Device) -> Result<f64> {
     Ok(2.0 * (elements * 4) as f64 / median(&mut times) / 1e9)
 }
 
+/// Copies to the host the rows a decode would read (which also waits for
+/// the device to finish the call).
+fn read_rows(logits: &Logits, rows: impl Iterator<Item = (usize, usize)>) -> Result<()> {
+    for (row, position) in rows {
+        logits.at(row, position)?;
+    }
+    Ok(())
+}
+
 /// One speculative round: the target and draft have the prompt cached; the
 /// draft decodes `draft_len` steps on K rows, the target verifies K rows of
 /// L + 1 tokens; both roll back. Median of `repeats`.
@@ -107,10 +116,12 @@ fn round_time(
         draft.select_rows(&vec![0; k])?;
         for step in 0..options.draft_len {
             let token = [block[step + 1]];
-            draft.forward(&vec![&token[..]; k], Positions::Last)?;
+            let logits = draft.forward(&vec![&token[..]; k], Positions::Last)?;
+            read_rows(&logits, (0..k).map(|r| (r, 0)))?;
         }
         target.select_rows(&vec![0; k])?;
-        target.forward(&vec![block.as_slice(); k], Positions::All)?;
+        let scores = target.forward(&vec![block.as_slice(); k], Positions::All)?;
+        read_rows(&scores, (0..=options.draft_len).map(|t| (0, t)))?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
         target.select_rows(&[0])?;
         target.truncate(prompt.len())?;
@@ -153,7 +164,8 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 model.reset();
                 model.select_rows(&vec![0; batch])?;
                 let start = Instant::now();
-                model.forward(&feed, Positions::Last)?;
+                let logits = model.forward(&feed, Positions::Last)?;
+                read_rows(&logits, (0..batch).map(|r| (r, 0)))?;
                 prefill.push(start.elapsed().as_secs_f64() * 1e3);
             }
             prefill.remove(0);
@@ -163,7 +175,8 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 let token = [5 + step as u32];
                 let feed = vec![&token[..]; batch];
                 let start = Instant::now();
-                model.forward(&feed, Positions::Last)?;
+                let logits = model.forward(&feed, Positions::Last)?;
+                read_rows(&logits, (0..batch).map(|r| (r, 0)))?;
                 if step > 0 {
                     decode.push(start.elapsed().as_secs_f64() * 1e3);
                 }
@@ -177,7 +190,8 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 model.select_rows(&vec![0; options.drafts])?;
                 let feed = vec![block.as_slice(); options.drafts];
                 let start = Instant::now();
-                model.forward(&feed, Positions::All)?;
+                let scores = model.forward(&feed, Positions::All)?;
+                read_rows(&scores, (0..=options.draft_len).map(|t| (0, t)))?;
                 verify.push(start.elapsed().as_secs_f64() * 1e3);
                 model.select_rows(&[0])?;
                 model.truncate(prompt.len())?;

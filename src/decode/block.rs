@@ -45,7 +45,8 @@ pub fn generate(
             };
             let logits = draft.forward(&[&pending], Positions::Last)?;
             out.draft_calls += 1;
-            let q = process(&config.drafts[0], logits.at(0, 0), "draft")?;
+            let q = process(&config.drafts[0], logits.at(0, 0)?, "draft")?;
+            out.rows_moved += logits.rows_moved();
             tokens.push(q.sample(rng.uniform()));
             q_laws.push(q);
         }
@@ -54,8 +55,9 @@ pub fn generate(
         let scores = score_drafts(target, &context, std::slice::from_ref(&tokens))?;
         out.target_calls += 1;
         let p_laws: Vec<Dist> = (0..=length)
-            .map(|t| process(&config.target, scores.at(0, t), "target"))
+            .map(|t| process(&config.target, scores.at(0, t)?, "target"))
             .collect::<Result<_>>()?;
+        out.rows_moved += scores.rows_moved();
 
         // 3. Block verification.
         let began = Instant::now();

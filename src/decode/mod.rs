@@ -97,6 +97,10 @@ pub struct Generation {
     /// not counted.
     pub target_calls: usize,
     pub draft_calls: usize,
+    /// Logit rows copied from the models to the host: one per draft prefix
+    /// sampled and one per target node the walk reached, not every
+    /// position a call scored (see [`crate::model::Logits`]).
+    pub rows_moved: usize,
     /// Wall time of the generation loop (drafting, target calls, logit
     /// processing, selection), without node logging.
     pub seconds: f64,
@@ -148,7 +152,8 @@ pub fn generate(
         let pending = &context[draft.cached_len()..];
         let logits = draft.forward(&[pending], Positions::Last)?;
         out.draft_calls += 1;
-        let firsts = first_laws(logits.at(0, 0), &config.drafts[..k])?;
+        let firsts = first_laws(logits.at(0, 0)?, &config.drafts[..k])?;
+        out.rows_moved += logits.rows_moved();
         let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
         let first_drafts = drafts_of(&first_refs, identical);
         let tuple = scheme.draft_law().sampler(&first_drafts).draw(rng);
@@ -171,11 +176,12 @@ pub fn generate(
                 });
                 let q = match twin {
                     Some(s) => laws[s][t].clone(),
-                    None => Rc::new(process(&config.drafts[r], logits.at(r, 0), "draft")?),
+                    None => Rc::new(process(&config.drafts[r], logits.at(r, 0)?, "draft")?),
                 };
                 tokens[r].push(q.sample(rng.uniform()));
                 laws[r].push(q);
             }
+            out.rows_moved += logits.rows_moved();
         }
 
         // 2. One target call scores every draft at every depth.
@@ -188,7 +194,7 @@ pub fn generate(
         let mut round = RoundRecord::default();
         let mut all_landed = true;
         for t in 0..length {
-            let p = process(&config.target, scores.at(valid[0], t), "target")?;
+            let p = process(&config.target, scores.at(valid[0], t)?, "target")?;
             let node_laws: Vec<&Dist> = valid.iter().map(|&r| laws[r][t].as_ref()).collect();
             let drafts = drafts_of(&node_laws, identical);
             let inputs: Vec<u32> = valid.iter().map(|&r| tokens[r][t]).collect();
@@ -222,9 +228,10 @@ pub fn generate(
             valid = next;
         }
         if all_landed {
-            let bonus = process(&config.target, scores.at(valid[0], length), "target")?;
+            let bonus = process(&config.target, scores.at(valid[0], length)?, "target")?;
             emitted.push(bonus.sample(rng.uniform()));
         }
+        out.rows_moved += scores.rows_moved();
 
         // 4. Keep what counts, roll both caches back to the new context.
         round.emitted = emitted.len();
@@ -268,7 +275,8 @@ pub(crate) fn sample_target(
     while out.tokens.len() < config.max_new_tokens {
         let logits = target.forward(&[&context[target.cached_len()..]], Positions::Last)?;
         out.target_calls += 1;
-        let p = process(&config.target, logits.at(0, 0), "target")?;
+        let p = process(&config.target, logits.at(0, 0)?, "target")?;
+        out.rows_moved += logits.rows_moved();
         let y = draw(&p, out.tokens.len() as u64);
         out.tokens.push(y);
         context.push(y);

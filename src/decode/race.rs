@@ -86,7 +86,7 @@ pub fn generate(
         let mut emitted = Vec::new();
         let mut round = RoundRecord::default();
         for t in 0.. {
-            let p = process(&config.target, scores.at(valid[0], t), "target")?;
+            let p = process(&config.target, scores.at(valid[0], t)?, "target")?;
             let began = Instant::now();
             let y = race_winner(&race, base + t as u64, &p);
             let took = began.elapsed().as_secs_f64();
@@ -129,6 +129,7 @@ pub fn generate(
             round.accepted += 1;
             valid = next;
         }
+        out.rows_moved += scores.rows_moved();
 
         // 4. Keep what counts, roll both caches back.
         round.emitted = emitted.len();
@@ -207,8 +208,9 @@ fn draft_tree(
     out.draft_calls += 1;
     laws.insert(
         Vec::new(),
-        process(&config.drafts[0], logits.at(0, 0), "draft")?,
+        process(&config.drafts[0], logits.at(0, 0)?, "draft")?,
     );
+    out.rows_moved += logits.rows_moved();
     let mut rows: Vec<Vec<usize>> = vec![Vec::new()]; // rank path each model row holds
     for t in 0..depth {
         // Children at depth t + 1 of every node at depth t.
@@ -264,9 +266,10 @@ fn draft_tree(
         for (i, v) in internal.iter().enumerate() {
             laws.insert(
                 v.clone(),
-                process(&config.drafts[0], logits.at(i, 0), "draft")?,
+                process(&config.drafts[0], logits.at(i, 0)?, "draft")?,
             );
         }
+        out.rows_moved += logits.rows_moved();
         rows = internal;
     }
     // Rows: the drafted part of every leaf, padded to the deepest one.

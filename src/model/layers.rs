@@ -91,12 +91,9 @@ pub fn returned_positions(x: &Tensor, positions: Positions) -> Result<(Tensor, u
 }
 
 /// `x · headᵀ` for `[rows, width, h]` hidden states and a `[vocab, h]`
-/// head, as row-major f32 logits.
-pub fn project_to_vocabulary(x: &Tensor, head: &Tensor) -> Result<Vec<f32>> {
+/// head: `[rows · width, vocab]` logits in the model's dtype, left on its
+/// device ([`super::Logits`] fetches the rows a scheme reads).
+pub fn project_to_vocabulary(x: &Tensor, head: &Tensor) -> Result<Tensor> {
     let (rows, width, h) = x.dims3()?;
-    let logits = x.reshape((rows * width, h))?.matmul(&head.t()?)?;
-    Ok(logits
-        .to_dtype(DType::F32)?
-        .flatten_all()?
-        .to_vec1::<f32>()?)
+    Ok(x.reshape((rows * width, h))?.matmul(&head.t()?)?)
 }

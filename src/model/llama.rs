@@ -416,12 +416,7 @@ impl CausalLm for Llama {
         self.cache.advance(rows, width);
         let (x, returned) = returned_positions(&x, positions)?;
         let x = self.norm.forward(&x)?;
-        Ok(Logits {
-            rows,
-            positions: returned,
-            vocab: self.config.vocab_size,
-            data: project_to_vocabulary(&x, &self.lm_head)?,
-        })
+        Logits::on_device(project_to_vocabulary(&x, &self.lm_head)?, rows, returned)
     }
 
     fn truncate(&mut self, len: usize) -> Result<()> {

@@ -12,6 +12,7 @@ pub mod hub;
 pub mod kv_cache;
 pub mod layers;
 pub mod llama;
+pub mod logits;
 pub mod opt;
 pub mod synthetic;
 pub mod tokenize;
@@ -19,6 +20,7 @@ pub mod toy;
 
 use anyhow::{Result, bail};
 
+pub use logits::Logits;
 pub use synthetic::{SyntheticConfig, SyntheticLm};
 pub use tokenize::{Tokenizer, WordHashTokenizer};
 pub use toy::ToyLm;
@@ -30,37 +32,6 @@ pub enum Positions {
     Last,
     /// Every fed position (the target's verification call).
     All,
-}
-
-/// Next-token logits, `rows × positions × vocab`, row-major.
-#[derive(Clone, Debug, Default)]
-pub struct Logits {
-    pub rows: usize,
-    pub positions: usize,
-    pub vocab: usize,
-    pub data: Vec<f32>,
-}
-
-impl Logits {
-    pub fn zeros(rows: usize, positions: usize, vocab: usize) -> Self {
-        Self {
-            rows,
-            positions,
-            vocab,
-            data: vec![0.0; rows * positions * vocab],
-        }
-    }
-
-    /// Logits for the token after position `position` of `row`.
-    pub fn at(&self, row: usize, position: usize) -> &[f32] {
-        let start = (row * self.positions + position) * self.vocab;
-        &self.data[start..start + self.vocab]
-    }
-
-    pub fn at_mut(&mut self, row: usize, position: usize) -> &mut [f32] {
-        let start = (row * self.positions + position) * self.vocab;
-        &mut self.data[start..start + self.vocab]
-    }
 }
 
 /// What a manifest records about a loaded model.

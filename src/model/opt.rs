@@ -461,12 +461,7 @@ impl CausalLm for Opt {
         self.cache.advance(rows, width);
         let (x, returned) = returned_positions(&x, positions)?;
         let x = self.to_embedding_space(&x)?;
-        Ok(Logits {
-            rows,
-            positions: returned,
-            vocab: self.config.vocab_size,
-            data: project_to_vocabulary(&x, &self.lm_head)?,
-        })
+        Logits::on_device(project_to_vocabulary(&x, &self.lm_head)?, rows, returned)
     }
 
     fn truncate(&mut self, len: usize) -> Result<()> {

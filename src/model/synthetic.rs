@@ -322,14 +322,14 @@ mod tests {
         let mut expect = vec![0.0; target.vocab_size()];
         for (j, prefix) in [[5u32].as_slice(), &[5, 6], &[5, 6, 7]].iter().enumerate() {
             target.model.logits_after(prefix, &mut expect);
-            assert_eq!(logits.at(0, j), expect.as_slice());
+            assert_eq!(logits.at(0, j).unwrap(), expect.as_slice());
         }
         let p = Processing {
             temperature: 1.0,
             top_k: None,
             top_p: 0.95,
         }
-        .apply(logits.at(0, 2))
+        .apply(logits.at(0, 2).unwrap())
         .unwrap();
         let support = p.support().len();
         assert!(support > 1 && support < 5000, "support {support}");
@@ -347,7 +347,7 @@ mod tests {
         let after = m.forward(&[&[8]], Positions::Last).unwrap();
         let mut expect = vec![0.0; m.vocab_size()];
         m.model.logits_after(&[4, 5, 8], &mut expect);
-        assert_eq!(after.at(0, 0), expect.as_slice());
+        assert_eq!(after.at(0, 0).unwrap(), expect.as_slice());
         assert!(m.truncate(10).is_err());
         assert!(m.select_rows(&[3]).is_err());
         assert!(m.forward(&[&[1], &[2]], Positions::Last).is_err());
