@@ -179,10 +179,12 @@ pub struct RunArgs {
     /// cpu, cuda, cuda:N or auto.
     #[arg(long)]
     pub device: Option<String>,
-    /// Target model: a Hugging Face id (facebook/opt-13b) or a local directory.
+    /// Target model: a Hugging Face id (facebook/opt-13b), a local directory, or
+    /// random:opt-<size>[@seed] (that OPT shape with random weights, for timing).
     #[arg(long)]
     pub target: Option<String>,
-    /// Draft model: a Hugging Face id (facebook/opt-125m) or a local directory.
+    /// Draft model: a Hugging Face id (facebook/opt-125m), a local directory, or
+    /// random:opt-<size>[@seed].
     #[arg(long)]
     pub draft: Option<String>,
     /// Hub revision (branch, tag or commit) of both models.

@@ -354,3 +354,78 @@ fn paper_configs_and_bad_input_fail_with_one_line_and_write_nothing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn random_weight_opt_shapes_run_end_to_end_without_a_download() {
+    // The GPU session's plumbing run (`random:opt-13b` → `random:opt-125m`
+    // on CUDA), here at 125M on the CPU; the manifest pins the seeds.
+    let dir = scratch("random");
+    let out_dir = dir.join("out");
+    let out = specbench(&[
+        "run",
+        "--target",
+        "random:opt-125m",
+        "--draft",
+        "random:opt-125m@5",
+        "--datasets",
+        "wmt18",
+        "--prompts",
+        "1",
+        "--schemes",
+        "specinfer",
+        "--drafts",
+        "2",
+        "--draft-temps",
+        "1.0",
+        "--seeds",
+        "1",
+        "--max-new-tokens",
+        "6",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = read_rows(&out_dir.join("cells.csv"), false).unwrap();
+    assert_eq!(rows.len(), 3, "target, SD and specinfer");
+    assert!(rows.iter().all(|r| r.block_efficiency >= 1.0));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["models"]["target"]["revision"], "random seed 0");
+    assert_eq!(manifest["models"]["draft"]["revision"], "random seed 5");
+    assert_eq!(manifest["models"]["target"]["vocab"], 50272);
+    assert!(
+        manifest["models"]["tokenizer"]
+            .as_str()
+            .unwrap()
+            .starts_with("bytes")
+    );
+
+    // A random model beside a checkpoint, or a shape OPT never had: one
+    // line, exit 2, nothing written.
+    for (target, draft, says) in [
+        ("random:opt-125m", "synthetic", "pairs only with another"),
+        ("random:opt-12b", "random:opt-125m", "use random:opt-<size>"),
+    ] {
+        let bad_dir = dir.join("bad");
+        let out = specbench(&[
+            "run",
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--out",
+            bad_dir.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(!bad_dir.exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

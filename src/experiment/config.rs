@@ -30,7 +30,8 @@ pub struct Config {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Models {
-    /// `synthetic`, a Hugging Face id (`facebook/opt-13b`) or a local directory.
+    /// `synthetic`, a Hugging Face id (`facebook/opt-13b`), a local directory
+    /// or `random:opt-<size>[@seed]` (random weights; `model::random`).
     pub target: String,
     pub draft: String,
     /// Hub revisions (branch, tag or commit) of the target and draft.

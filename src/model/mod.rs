@@ -14,6 +14,7 @@ pub mod layers;
 pub mod llama;
 pub mod logits;
 pub mod opt;
+pub mod random;
 pub mod synthetic;
 pub mod tokenize;
 pub mod toy;
@@ -22,7 +23,7 @@ use anyhow::{Result, bail};
 
 pub use logits::Logits;
 pub use synthetic::{SyntheticConfig, SyntheticLm};
-pub use tokenize::{Tokenizer, WordHashTokenizer};
+pub use tokenize::{ByteTokenizer, Tokenizer, WordHashTokenizer};
 pub use toy::ToyLm;
 
 /// Which fed positions a forward call returns logits for.
@@ -274,7 +275,8 @@ pub struct ModelPair {
 }
 
 /// Loads the pair a config names: `synthetic` (the embedded family, with
-/// `synthetic` parameters) or real checkpoints (directories or hub ids).
+/// `synthetic` parameters), `random:opt-<size>` shapes with random weights,
+/// or real checkpoints (directories or hub ids).
 pub fn load_pair(models: &crate::experiment::config::Models) -> Result<ModelPair> {
     let (target, draft, device) = (
         models.target.as_str(),
@@ -303,6 +305,7 @@ pub fn load_pair(models: &crate::experiment::config::Models) -> Result<ModelPair
                 }),
             })
         }
+        (t, d) if random::is_random(t) || random::is_random(d) => random::load_random_pair(models),
         ("synthetic", other) | (other, "synthetic") => bail!(
             "model '{other}' is paired with a synthetic model: use synthetic for both, or real checkpoints for both"
         ),

@@ -1,5 +1,6 @@
 //! Text → token ids. Real models bring their own tokenizer (Hugging Face
-//! BPE); the synthetic models use [`WordHashTokenizer`].
+//! BPE); the synthetic models use [`WordHashTokenizer`], random-weight OPT
+//! shapes [`ByteTokenizer`].
 
 use anyhow::Result;
 
@@ -50,9 +51,51 @@ impl Tokenizer for WordHashTokenizer {
     }
 }
 
+/// Random-weight models' tokenizer: BOS (id 2, as OPT) then one id per
+/// UTF-8 byte, `4 + byte`. Invertible, so long prompts can be truncated
+/// like real ones; about four times as many tokens as OPT's BPE.
+#[derive(Clone, Debug)]
+pub struct ByteTokenizer;
+
+impl ByteTokenizer {
+    /// Ids used: the four specials and 256 bytes.
+    pub const VOCAB: usize = 260;
+}
+
+impl Tokenizer for ByteTokenizer {
+    fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(std::iter::once(BOS)
+            .chain(text.bytes().map(|b| 4 + u32::from(b)))
+            .collect())
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        // A cut inside a multi-byte character leaves a replacement char.
+        let bytes: Vec<u8> = ids
+            .iter()
+            .filter_map(|&id| u8::try_from(id.checked_sub(4)?).ok())
+            .collect();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn id(&self) -> String {
+        "bytes (UTF-8 byte b → id 4 + b, BOS 2)".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_round_trip_after_bos() {
+        let ids = ByteTokenizer.encode("Zürich 1").unwrap();
+        assert_eq!(ids[0], BOS);
+        assert_eq!(ids.len(), 1 + "Zürich 1".len());
+        assert!(ids.iter().all(|&i| (i as usize) < ByteTokenizer::VOCAB));
+        assert_eq!(ByteTokenizer.decode(&ids).unwrap(), "Zürich 1");
+        assert_eq!(ByteTokenizer.decode(&ids[3..]).unwrap(), "\u{fffd}rich 1");
+    }
 
     #[test]
     fn words_map_to_stable_non_special_ids_after_bos() {

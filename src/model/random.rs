@@ -1,0 +1,149 @@
+//! `random:opt-<size>[@seed]` models: the public OPT shapes with random
+//! weights (`opt::random_opt`), for timing and plumbing runs where no
+//! checkpoint can or need be downloaded — `specbench run --target
+//! random:opt-13b --draft random:opt-125m --device cuda --dtype f16`. The
+//! text goes through [`ByteTokenizer`]; the seed and shape are recorded in
+//! the manifest, so a run is reproducible from it.
+
+use anyhow::{Result, bail};
+
+use super::checkpoint::{parse_device, parse_dtype};
+use super::opt::{opt_shape, random_opt, tensor_shapes};
+use super::tokenize::ByteTokenizer;
+use super::{CausalLm, ModelPair};
+use crate::experiment::config::Models;
+
+const PREFIX: &str = "random:";
+
+/// Seeds when the spec names none: different for target and draft so the
+/// pair is not one model twice.
+const TARGET_SEED: u64 = 0;
+const DRAFT_SEED: u64 = 1;
+
+pub fn is_random(spec: &str) -> bool {
+    spec.starts_with(PREFIX)
+}
+
+/// `random:opt-13b@7` → `("13b", 7)`; without `@`, `default_seed`.
+pub fn parse_spec(spec: &str, default_seed: u64) -> Result<(String, u64)> {
+    let usage = "use random:opt-<size>[@seed], e.g. random:opt-13b or random:opt-125m@3";
+    let Some(rest) = spec
+        .strip_prefix(PREFIX)
+        .and_then(|r| r.strip_prefix("opt-"))
+    else {
+        bail!("model '{spec}': {usage}");
+    };
+    let (size, seed) = match rest.split_once('@') {
+        Some((size, seed)) => match seed.parse::<u64>() {
+            Ok(seed) => (size, seed),
+            Err(_) => bail!("model '{spec}': the seed '{seed}' is not a number: {usage}"),
+        },
+        None => (rest, default_seed),
+    };
+    if opt_shape(size).is_err() {
+        bail!(
+            "model '{spec}': OPT has no size '{size}': use random:opt-<size> with 125m, 350m, 1.3b, 2.7b, 6.7b, 13b, 30b or 66b"
+        );
+    }
+    Ok((size.to_string(), seed))
+}
+
+/// Both models random (a random model beside a checkpoint is refused:
+/// their vocabularies and tokenizers would not agree).
+pub fn load_random_pair(models: &Models) -> Result<ModelPair> {
+    if !(is_random(&models.target) && is_random(&models.draft)) {
+        bail!(
+            "'{}' and '{}': a random-weight model pairs only with another (random:opt-<size> for both)",
+            models.target,
+            models.draft
+        );
+    }
+    let (target_size, target_seed) = parse_spec(&models.target, TARGET_SEED)?;
+    let (draft_size, draft_seed) = parse_spec(&models.draft, DRAFT_SEED)?;
+    let device = parse_device(&models.device)?;
+    let dtype = parse_dtype(models.dtype.as_deref().unwrap_or("f32"))?;
+    if device.is_cpu() {
+        let bytes =
+            (weight_count(&target_size)? + weight_count(&draft_size)?) * dtype.size_in_bytes();
+        check_host_memory(bytes, models)?;
+    }
+    let load = |size: &str, seed: u64| -> Result<Box<dyn CausalLm>> {
+        Ok(Box::new(random_opt(
+            opt_shape(size)?,
+            &device,
+            dtype,
+            seed,
+        )?))
+    };
+    Ok(ModelPair {
+        target: load(&target_size, target_seed)?,
+        draft: load(&draft_size, draft_seed)?,
+        tokenizer: Box::new(ByteTokenizer),
+    })
+}
+
+fn weight_count(size: &str) -> Result<usize> {
+    Ok(tensor_shapes(&opt_shape(size)?)
+        .iter()
+        .map(|(_, shape)| shape.iter().product::<usize>())
+        .sum())
+}
+
+/// Refuses up front what the kernel would kill half-way through drawing
+/// the weights (Linux: `MemAvailable`; elsewhere nothing is checked).
+fn check_host_memory(bytes: usize, models: &Models) -> Result<()> {
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| mem_available_bytes(&text))
+    else {
+        return Ok(());
+    };
+    if bytes > available {
+        bail!(
+            "'{}' and '{}' need {:.1} GB of weights but this machine has {:.1} GB available: use --dtype f16, smaller shapes or --device cuda",
+            models.target,
+            models.draft,
+            bytes as f64 / 1e9,
+            available as f64 / 1e9
+        );
+    }
+    Ok(())
+}
+
+fn mem_available_bytes(meminfo: &str) -> Option<usize> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_name_a_public_shape_and_an_optional_seed() {
+        assert_eq!(parse_spec("random:opt-13b", 0).unwrap(), ("13b".into(), 0));
+        assert_eq!(
+            parse_spec("random:opt-125m@7", 1).unwrap(),
+            ("125m".into(), 7)
+        );
+        for bad in [
+            "random:opt-12b",
+            "random:llama-1b",
+            "random:opt-125m@x",
+            "opt-125m",
+        ] {
+            let err = parse_spec(bad, 0).unwrap_err().to_string();
+            assert!(err.contains(bad) && err.contains("use "), "{err}");
+        }
+    }
+
+    #[test]
+    fn available_memory_is_read_from_meminfo() {
+        let text = "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(mem_available_bytes(text), Some(20_000_000 * 1024));
+        assert_eq!(mem_available_bytes("MemTotal: 1 kB\n"), None);
+        // OPT-13B is 12.85 billion weights (the name rounds up).
+        assert_eq!(weight_count("13b").unwrap() / 10_000_000, 1285);
+    }
+}
