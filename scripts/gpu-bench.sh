@@ -20,12 +20,11 @@ STAMP="$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
 {
     echo "# $(date -u +%FT%TZ) $(hostname)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv || true
-    "$BIN" bench model --device cuda --dtype f16 --sizes 125m,13b --draft-size 125m \
-        --batches 1,2 --prompt 128 --steps 32 --drafts 2 --draft-len 5 --repeats 5
 } | tee "$OUT/gpu-bench-$STAMP.txt"
+# --json prints the table on stderr as well.
 "$BIN" bench model --device cuda --dtype f16 --sizes 125m,13b --draft-size 125m \
     --batches 1,2 --prompt 128 --steps 32 --drafts 2 --draft-len 5 --repeats 5 --json \
-    > "$OUT/gpu-bench-$STAMP.json"
+    2> >(tee -a "$OUT/gpu-bench-$STAMP.txt" >&2) > "$OUT/gpu-bench-$STAMP.json"
 "$BIN" run --config "$(dirname "$0")/../experiments/gpu-random.toml" \
     --out "$OUT/gpu-run-$STAMP" 2>&1 | tail -n 12 | tee -a "$OUT/gpu-bench-$STAMP.txt"
 if python3 -c 'import torch, transformers' 2>/dev/null; then

@@ -98,8 +98,12 @@ pub struct InspectLogitsArgs {
     #[arg(long)]
     pub model: String,
     /// The text (tokenized as a prompt: BOS first).
-    #[arg(long)]
-    pub text: String,
+    #[arg(long, required_unless_present = "ids", conflicts_with = "ids")]
+    pub text: Option<String>,
+    /// Token ids instead of a text, comma-separated (`2,100,7`): no
+    /// tokenizer needed, as for the test fixtures.
+    #[arg(long, value_delimiter = ',')]
+    pub ids: Option<Vec<u32>>,
     /// Hub revision (branch, tag or commit).
     #[arg(long)]
     pub revision: Option<String>,
@@ -301,7 +305,7 @@ pub struct BenchModelArgs {
     pub dtype: String,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Print JSON instead of a table.
+    /// Print JSON on stdout (the table goes to stderr).
     #[arg(long)]
     pub json: bool,
 }

@@ -19,9 +19,15 @@ pub struct NextToken {
     pub top: Vec<(u32, f64, String)>,
 }
 
+/// What the model reads: a text through its tokenizer, or token ids.
+pub enum InspectInput<'a> {
+    Text(&'a str),
+    Ids(Vec<u32>),
+}
+
 pub struct InspectRequest<'a> {
     pub model: &'a str,
-    pub text: &'a str,
+    pub input: InspectInput<'a>,
     pub revision: Option<String>,
     pub device: &'a str,
     pub dtype: &'a str,
@@ -36,18 +42,25 @@ pub fn next_token(request: &InspectRequest) -> Result<NextToken> {
         dtype: parse_dtype(request.dtype)?,
     };
     let mut loaded = load_checkpoint(request.model, &options)?;
-    let Some(tokenizer) = loaded.tokenizer.as_ref() else {
-        bail!(
-            "model '{}' ships no tokenizer (tokenizer.json, or vocab.json + merges.txt)",
+    let tokenizer = loaded.tokenizer.as_ref();
+    let ids = match (&request.input, tokenizer) {
+        (InspectInput::Ids(ids), _) => {
+            if ids.is_empty() {
+                bail!("--ids is empty: give at least one token id (2 is OPT's BOS)");
+            }
+            ids.clone()
+        }
+        (InspectInput::Text(text), Some(tokenizer)) => tokenizer.encode(text)?,
+        (InspectInput::Text(_), None) => bail!(
+            "model '{}' ships no tokenizer (tokenizer.json, or vocab.json + merges.txt): pass --ids instead of --text",
             request.model
-        );
+        ),
     };
-    let ids = tokenizer.encode(request.text)?;
     let logits = loaded.model.forward(&[&ids], Positions::Last)?;
     let piece = |id: u32| {
         tokenizer
-            .decode(&[id])
-            .unwrap_or_else(|_| format!("<{id}>"))
+            .and_then(|t| t.decode(&[id]).ok())
+            .unwrap_or_else(|| format!("<{id}>"))
     };
     let logprobs = log_softmax(logits.at(0, 0)?);
     let mut order: Vec<usize> = (0..logprobs.len()).collect();

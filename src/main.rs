@@ -96,7 +96,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let request = specbench::inspect::InspectRequest {
                 model: &args.model,
-                text: &args.text,
+                input: match (&args.text, args.ids) {
+                    (Some(text), _) => specbench::inspect::InspectInput::Text(text),
+                    (None, ids) => specbench::inspect::InspectInput::Ids(ids.unwrap_or_default()),
+                },
                 revision: args.revision,
                 device: &args.device,
                 dtype: &args.dtype,
@@ -202,6 +205,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let rows = bench_model(&options).map_err(|e| format!("{e:#}"))?;
             if args.json {
+                // The table on stderr too: one (GPU-costly) run gives both.
+                eprint!("{}", model_table(&rows, &options));
                 println!("{}", json(&rows)?);
             } else {
                 print!("{}", model_table(&rows, &options));

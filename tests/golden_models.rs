@@ -251,3 +251,39 @@ fn a_speculative_round_moves_only_the_logit_rows_the_walk_reads() {
     );
     assert!((least..=most).contains(&g.rows_moved), "{}", g.rows_moved);
 }
+
+#[test]
+fn inspect_logits_takes_token_ids_for_models_without_a_tokenizer() {
+    // The fixtures ship no tokenizer: `--ids` feeds row 0 of the golden
+    // batch, and the log-softmax after it matches transformers' last logits.
+    let g = golden("opt-tiny-preln");
+    let ids: Vec<String> = g.rows[0].iter().map(u32::to_string).collect();
+    let model = fixtures().join("opt-tiny-preln");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args(["inspect", "logits", "--model", model.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--ids", &ids.join(","), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let logprobs: Vec<f64> = serde_json::from_value(json["logprobs"].clone()).unwrap();
+    let expected = specbench::inspect::log_softmax(g.at(0, g.rows[0].len() - 1));
+    let worst = logprobs
+        .iter()
+        .zip(&expected)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert_eq!(logprobs.len(), g.vocab);
+    assert!(worst < 1e-4, "{worst}");
+    // A text needs a tokenizer: the error names --ids.
+    let out = run(&["--text", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pass --ids"));
+}

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use specbench::decode::{DecodeConfig, generate};
 use specbench::dist::Processing;
-use specbench::inspect::{InspectRequest, next_token};
+use specbench::inspect::{InspectInput, InspectRequest, next_token};
 use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;
@@ -57,7 +57,7 @@ fn inspect_logits_matches_transformers_on_the_trained_target() {
     let expected = &golden()["shared_tiny_opt_target"];
     let next = next_token(&InspectRequest {
         model: dir.to_str().unwrap(),
-        text: expected["text"].as_str().unwrap(),
+        input: InspectInput::Text(expected["text"].as_str().unwrap()),
         revision: None,
         device: "cpu",
         dtype: "f32",
