@@ -42,10 +42,11 @@ pub fn causal_mask(width: usize, past: usize, device: &Device) -> Result<Option<
     Ok(Some(Tensor::from_vec(mask, (width, total), device)?))
 }
 
-/// `softmax(scale · q kᵀ + mask) v` per head, scores and softmax in f32
-/// whatever the weights' dtype (as transformers does). `q`: `[rows, heads,
-/// width, d]`; `k`, `v`: `[rows, heads, len, d]`. Returns `[rows, width,
-/// heads · d]`.
+/// `softmax(scale · q kᵀ + mask) v` per head, as transformers' eager
+/// attention computes it: the products in the weights' dtype, the mask and
+/// softmax in f32. `q`: `[rows, heads, width, d]`; `k`, `v`: `[rows, heads,
+/// len, d]`, possibly narrowed views of the cache's buffers (read in place,
+/// never copied whole). Returns `[rows, width, heads · d]`.
 pub fn attend(
     q: &Tensor,
     k: &Tensor,
@@ -55,9 +56,7 @@ pub fn attend(
 ) -> Result<Tensor> {
     let (rows, heads, width, d) = q.dims4()?;
     let dtype = q.dtype();
-    let scores = q
-        .to_dtype(DType::F32)?
-        .matmul(&k.to_dtype(DType::F32)?.t()?)?;
+    let scores = q.matmul(&k.t()?)?.to_dtype(DType::F32)?;
     let scores = if scale == 1.0 {
         scores
     } else {
@@ -69,7 +68,7 @@ pub fn attend(
     };
     let weights = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
     Ok(weights
-        .matmul(&v.contiguous()?)?
+        .matmul(v)?
         .transpose(1, 2)?
         .reshape((rows, width, heads * d))?)
 }
