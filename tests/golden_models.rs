@@ -287,3 +287,43 @@ fn inspect_logits_takes_token_ids_for_models_without_a_tokenizer() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --ids"));
 }
+
+#[test]
+fn half_precision_weights_stay_close_to_transformers_f32_logits() {
+    // f16 and bf16 (meant for CUDA) run on the CPU as well: every fixture's
+    // logits after the golden rows, through the cache path, stay within the
+    // rounding those formats allow. Unit roundoff: 2⁻¹¹ for f16, 2⁻⁸ for
+    // bf16; the bound allows 16 such roundings of the largest logit (about
+    // 1.5 are measured).
+    use specbench::model::checkpoint::parse_dtype;
+    for (dir, name) in [
+        ("opt-tiny-preln", "opt-tiny-preln"),
+        ("opt-tiny-postln", "opt-tiny-postln"),
+        ("llama-tiny", "llama-tiny"),
+        ("qwen2-tiny", "qwen2-tiny"),
+    ] {
+        let g = golden(name);
+        let largest = g.logits.iter().fold(0f32, |m, x| m.max(x.abs()));
+        for (dtype, roundoff) in [("f16", 2f32.powi(-11)), ("bf16", 2f32.powi(-8))] {
+            let options = LoadOptions {
+                dtype: parse_dtype(dtype).unwrap(),
+                ..LoadOptions::default()
+            };
+            let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
+                .unwrap()
+                .model;
+            model.select_rows(&[0, 0]).unwrap();
+            let feed: Vec<&[u32]> = g.rows.iter().map(Vec::as_slice).collect();
+            let logits = model.forward(&feed, Positions::All).unwrap();
+            let mut worst: f32 = 0.0;
+            for r in 0..2 {
+                for t in 0..g.rows[0].len() {
+                    worst = worst.max(max_difference(logits.at(r, t).unwrap(), g.at(r, t)));
+                }
+            }
+            let bound = 16.0 * roundoff * largest;
+            eprintln!("{dir} {dtype}: max |Δ| = {worst:.2e} (bound {bound:.2e})");
+            assert!(worst < bound, "{dir} {dtype}: {worst} ≥ {bound}");
+        }
+    }
+}
