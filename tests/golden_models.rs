@@ -64,9 +64,9 @@ fn load(dir: &str) -> Box<dyn CausalLm> {
     .model
 }
 
-fn full_forward_matches(dir: &str, golden_name: &str) {
-    let g = golden(golden_name);
-    let mut model = load(dir);
+/// The largest logit difference from the golden batch, both rows fed at
+/// once at every position.
+fn batch_difference(model: &mut dyn CausalLm, g: &Golden) -> f32 {
     assert_eq!(model.vocab_size(), g.vocab);
     model.select_rows(&[0, 0]).unwrap();
     let feed: Vec<&[u32]> = g.rows.iter().map(Vec::as_slice).collect();
@@ -77,6 +77,11 @@ fn full_forward_matches(dir: &str, golden_name: &str) {
             worst = worst.max(max_difference(logits.at(r, t).unwrap(), g.at(r, t)));
         }
     }
+    worst
+}
+
+fn full_forward_matches(dir: &str, golden_name: &str) {
+    let worst = batch_difference(load(dir).as_mut(), &golden(golden_name));
     eprintln!("{dir}: max |candle − transformers| = {worst:.2e}");
     assert!(worst < TOLERANCE, "{dir}: {worst}");
 }
@@ -296,13 +301,13 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
     // bf16; the bound allows 16 such roundings of the largest logit (about
     // 1.5 are measured).
     use specbench::model::checkpoint::parse_dtype;
-    for (dir, name) in [
-        ("opt-tiny-preln", "opt-tiny-preln"),
-        ("opt-tiny-postln", "opt-tiny-postln"),
-        ("llama-tiny", "llama-tiny"),
-        ("qwen2-tiny", "qwen2-tiny"),
+    for dir in [
+        "opt-tiny-preln",
+        "opt-tiny-postln",
+        "llama-tiny",
+        "qwen2-tiny",
     ] {
-        let g = golden(name);
+        let g = golden(dir);
         let largest = g.logits.iter().fold(0f32, |m, x| m.max(x.abs()));
         for (dtype, roundoff) in [("f16", 2f32.powi(-11)), ("bf16", 2f32.powi(-8))] {
             let options = LoadOptions {
@@ -312,15 +317,7 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
             let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
                 .unwrap()
                 .model;
-            model.select_rows(&[0, 0]).unwrap();
-            let feed: Vec<&[u32]> = g.rows.iter().map(Vec::as_slice).collect();
-            let logits = model.forward(&feed, Positions::All).unwrap();
-            let mut worst: f32 = 0.0;
-            for r in 0..2 {
-                for t in 0..g.rows[0].len() {
-                    worst = worst.max(max_difference(logits.at(r, t).unwrap(), g.at(r, t)));
-                }
-            }
+            let worst = batch_difference(model.as_mut(), &g);
             let bound = 16.0 * roundoff * largest;
             eprintln!("{dir} {dtype}: max |Δ| = {worst:.2e} (bound {bound:.2e})");
             assert!(worst < bound, "{dir} {dtype}: {worst} ≥ {bound}");
