@@ -15,7 +15,7 @@ use anyhow::Result;
 use candle_core::{DType, Device};
 
 use crate::bench::median;
-use crate::model::opt::{opt_shape, random_opt, tensor_shapes};
+use crate::model::opt::{opt_shape, parameter_count, random_opt};
 use crate::model::{CausalLm, Logits, Positions};
 
 #[derive(Clone, Debug)]
@@ -148,10 +148,7 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
     let mut rows = Vec::new();
     for size in &options.sizes {
         let config = opt_shape(size)?;
-        let parameters: usize = tensor_shapes(&config)
-            .iter()
-            .map(|(_, s)| s.iter().product::<usize>())
-            .sum();
+        let parameters = parameter_count(&config);
         let mut model = random_opt(config, &options.device, options.dtype, options.seed)?;
         let prompt: Vec<u32> = (0..options.prompt as u32)
             .map(|i| 4 + i * 7 % 50000)

@@ -98,6 +98,14 @@ impl OptConfig {
     }
 }
 
+/// Weights an OPT of `config` holds (the sum over [`tensor_shapes`]).
+pub fn parameter_count(config: &OptConfig) -> usize {
+    tensor_shapes(config)
+        .iter()
+        .map(|(_, shape)| shape.iter().product::<usize>())
+        .sum()
+}
+
 /// Every tensor an OPT checkpoint holds for `config`, as `save_pretrained`
 /// names them (`model.decoder.*`), with its shape.
 pub fn tensor_shapes(config: &OptConfig) -> Vec<(String, Vec<usize>)> {

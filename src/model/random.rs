@@ -8,7 +8,7 @@
 use anyhow::{Result, bail};
 
 use super::checkpoint::{parse_device, parse_dtype};
-use super::opt::{opt_shape, random_opt, tensor_shapes};
+use super::opt::{opt_shape, parameter_count, random_opt};
 use super::tokenize::ByteTokenizer;
 use super::{CausalLm, ModelPair};
 use crate::experiment::config::Models;
@@ -63,8 +63,9 @@ pub fn load_random_pair(models: &Models) -> Result<ModelPair> {
     let device = parse_device(&models.device)?;
     let dtype = parse_dtype(models.dtype.as_deref().unwrap_or("f32"))?;
     if device.is_cpu() {
-        let bytes =
-            (weight_count(&target_size)? + weight_count(&draft_size)?) * dtype.size_in_bytes();
+        let bytes = (parameter_count(&opt_shape(&target_size)?)
+            + parameter_count(&opt_shape(&draft_size)?))
+            * dtype.size_in_bytes();
         check_host_memory(bytes, models)?;
     }
     let load = |size: &str, seed: u64| -> Result<Box<dyn CausalLm>> {
@@ -80,13 +81,6 @@ pub fn load_random_pair(models: &Models) -> Result<ModelPair> {
         draft: load(&draft_size, draft_seed)?,
         tokenizer: Box::new(ByteTokenizer),
     })
-}
-
-fn weight_count(size: &str) -> Result<usize> {
-    Ok(tensor_shapes(&opt_shape(size)?)
-        .iter()
-        .map(|(_, shape)| shape.iter().product::<usize>())
-        .sum())
 }
 
 /// Refuses up front what the kernel would kill half-way through drawing
@@ -144,6 +138,9 @@ mod tests {
         assert_eq!(mem_available_bytes(text), Some(20_000_000 * 1024));
         assert_eq!(mem_available_bytes("MemTotal: 1 kB\n"), None);
         // OPT-13B is 12.85 billion weights (the name rounds up).
-        assert_eq!(weight_count("13b").unwrap() / 10_000_000, 1285);
+        assert_eq!(
+            parameter_count(&opt_shape("13b").unwrap()) / 10_000_000,
+            1285
+        );
     }
 }
