@@ -26,6 +26,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Join the cells.csv of shards (`run --shard i/N`) into one directory.
     Merge(MergeArgs),
+    /// The paper's tables (Tables 1–4, Figures 3–4 as tables) from runs,
+    /// beside the published numbers.
+    Report(ReportArgs),
     /// List the selection schemes, their parameters and the drafts they support.
     Schemes {
         /// Print JSON instead of a table.
@@ -54,6 +57,19 @@ pub enum Command {
         #[command(subcommand)]
         command: InspectCommand,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directories (results/NAME, shard folders, merged runs) or cells.csv files.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// md, latex or csv.
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +254,19 @@ pub struct VerifyArgs {
 pub enum TheoryCommand {
     /// Each scheme's exact landing probability Pr[Y ∈ inputs] at one node, and P*.
     Accept(AcceptArgs),
+    /// The paper's Figure 2 (E8): exact acceptance curves on the 3-token
+    /// example, with self-checks (exit 1 if any fails).
+    Figure2(Figure2Args),
+}
+
+#[derive(Debug, Args)]
+pub struct Figure2Args {
+    /// Grid step in q2 (the endpoints and q2 = 1/3 are always included).
+    #[arg(long, default_value_t = 0.01)]
+    pub step: f64,
+    /// Write the CSV here instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,13 +7,14 @@ use clap::Parser;
 use specbench::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
 use specbench::bench::{BenchOptions, bench_select};
 use specbench::cli::{
-    BenchCommand, Cli, Command, DataCommand, InspectCommand, RunArgs, TheoryCommand,
+    BenchCommand, Cli, Command, DataCommand, Figure2Args, InspectCommand, RunArgs, TheoryCommand,
 };
 use specbench::experiment::merge::merge;
 use specbench::experiment::{Config, Overrides, RunOptions};
-use specbench::report::{pooled_vs_sd, summary_table};
+use specbench::report::{Format, build_report, load, pooled_vs_sd, render, summary_table};
 use specbench::select::catalogue;
 use specbench::theory::accept::{AcceptRequest, accept, parse_probabilities};
+use specbench::theory::figure2::figure2;
 use specbench::verify::{VerifyOptions, verify};
 
 #[global_allocator]
@@ -55,6 +56,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 report.out_dir.display(),
                 report.duplicates
             );
+        }
+        Command::Report(args) => {
+            let format = Format::parse(&args.format)?;
+            let results = load(&args.results).map_err(|e| format!("{e:#}"))?;
+            let text = render(&build_report(&results), format);
+            match &args.out {
+                Some(path) => {
+                    std::fs::write(path, text)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => print!("{text}"),
+            }
         }
         Command::Schemes { json: as_json } => {
             let schemes = catalogue();
@@ -154,6 +168,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 print!("{}", report.to_table());
             }
         }
+        Command::Theory {
+            command: TheoryCommand::Figure2(args),
+        } => return theory_figure2(&args),
         Command::Bench {
             command: BenchCommand::Select(args),
         } => {
@@ -246,6 +263,34 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the CSV (to `--out` or stdout), then the self-check verdict on
+/// stderr; a failed check is exit 1 with the CSV still written for inspection.
+fn theory_figure2(args: &Figure2Args) -> Result<ExitCode, String> {
+    let figure = figure2(args.step)?;
+    let csv = figure.to_csv();
+    match &args.out {
+        Some(path) => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(path, csv)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{csv}"),
+    }
+    eprintln!("{}", figure.summary());
+    for failure in &figure.failures {
+        eprintln!("self-check failed: {failure}");
+    }
+    Ok(if figure.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn run_experiment(args: RunArgs) -> Result<(), String> {

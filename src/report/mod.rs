@@ -1,5 +1,14 @@
-//! Tables from result rows.
+//! Reading result directories back: the summary tables of a run, the
+//! paper's tables beside the published numbers (`report`), and the loader
+//! that `plot`, `report` and `compare` share.
 
+pub mod paper_tables;
+pub mod published;
+pub mod render;
+pub mod results;
 pub mod summary;
 
+pub use paper_tables::{Report, build_report};
+pub use render::{Format, render};
+pub use results::{Results, load};
 pub use summary::{pooled_vs_sd, summary_table};

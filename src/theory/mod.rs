@@ -3,6 +3,7 @@
 //! with the optimum for that draft law.
 
 pub mod accept;
+pub mod figure2;
 
 use crate::dist::Dist;
 use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};

@@ -1,0 +1,331 @@
+//! `specbench report` and `theory figure2`: the tables' numbers against the
+//! run's own cells.csv, the published values beside them, and clear errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use specbench::experiment::config::EMBEDDED_DEFAULT;
+use specbench::experiment::merge::merge;
+use specbench::experiment::metrics::{CellRow, mean, standard_deviation};
+use specbench::experiment::{Config, RunOptions, run};
+use specbench::report::{Format, build_report, load, render};
+use specbench::theory::accept::{AcceptRequest, accept};
+use specbench::theory::figure2::{Panel, figure2};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("specbench-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn specbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// E3's shape on the synthetic models: Dolly, T = 1.2, K = 2 and 3, the
+/// paper's three schemes and two IS truncations, two seeds.
+fn e3_like() -> Config {
+    let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+    config.models.synthetic.vocab = 4096;
+    config.data.datasets = vec!["dolly".into()];
+    config.data.prompts = 2;
+    config.decode.max_new_tokens = 10;
+    config.sweep.schemes = vec![
+        "is".into(),
+        "is:m=10".into(),
+        "spectr".into(),
+        "specinfer".into(),
+    ];
+    config.sweep.drafts = vec![2, 3];
+    config.sweep.draft_temps = vec![1.2];
+    config.sweep.seeds = vec![1, 2];
+    config
+}
+
+fn run_into(config: Config, out: &Path, shard: Option<(usize, usize)>) {
+    run(&RunOptions {
+        config,
+        config_source: "test".into(),
+        out: Some(out.to_path_buf()),
+        resume: false,
+        shard,
+        rounds_jsonl: None,
+    })
+    .unwrap();
+}
+
+/// The report's CSV as (table, row, column) → (measured, sd, published).
+fn entries(
+    text: &str,
+) -> Vec<(
+    String,
+    String,
+    String,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+)> {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let number = |i: usize| r[i].parse::<f64>().ok();
+            (
+                r[0].to_string(),
+                r[1].to_string(),
+                r[2].to_string(),
+                number(3),
+                number(4),
+                number(6),
+            )
+        })
+        .collect()
+}
+
+fn seeds_of<'a>(rows: &'a [CellRow], label: &str, k: usize) -> Vec<&'a CellRow> {
+    rows.iter()
+        .filter(|r| r.kind == "scheme" && r.scheme_label() == label && r.k == k)
+        .collect()
+}
+
+#[test]
+fn tables_hold_the_runs_numbers_beside_the_published_ones() {
+    let out = scratch("e3");
+    run_into(e3_like(), &out, None);
+    let results = load(&[out.clone()]).unwrap();
+    let report = build_report(&results);
+    let csv = render(&report, Format::Csv);
+    let table = entries(&csv);
+
+    // Table 1: BE by K, mean and s.d. over the two seeds, paper value beside.
+    for (label, k, paper) in [("is", 2, 2.13), ("spectr", 3, 1.89), ("specinfer", 2, 1.76)] {
+        let cells = seeds_of(&results.rows, label, k);
+        assert_eq!(cells.len(), 2);
+        let be: Vec<f64> = cells.iter().map(|r| r.block_efficiency).collect();
+        let entry = table
+            .iter()
+            .find(|e| {
+                e.0.starts_with("table1/dolly/1.2") && e.1 == label && e.2 == format!("K={k}")
+            })
+            .unwrap_or_else(|| panic!("no Table 1 entry for {label} K={k}:\n{csv}"));
+        assert!((entry.3.unwrap() - mean(&be)).abs() < 1e-12);
+        assert!((entry.4.unwrap() - standard_deviation(&be).unwrap()).abs() < 1e-12);
+        assert_eq!(entry.5, Some(paper));
+    }
+    // Table 2: the two IS truncations, BE and TR % vs SD.
+    let m10 = seeds_of(&results.rows, "is:m=10", 2);
+    let tr: Vec<f64> = m10
+        .iter()
+        .map(|r| r.token_rate_vs_sd_pct.unwrap())
+        .collect();
+    let entry = table
+        .iter()
+        .find(|e| {
+            e.0.starts_with("table2/") && e.1 == "M = 10, s = 5" && e.2.starts_with("token rate")
+        })
+        .unwrap_or_else(|| panic!("no Table 2 entry:\n{csv}"));
+    assert!((entry.3.unwrap() - mean(&tr)).abs() < 1e-9);
+    assert_eq!(entry.5, Some(-0.57));
+    // Table 3: acceptance per scheme, and P* from the IS cells' nodes.
+    let is3 = seeds_of(&results.rows, "is", 3);
+    let pstar: Vec<f64> = is3.iter().map(|r| r.mean_pstar.unwrap()).collect();
+    let entry = table
+        .iter()
+        .find(|e| e.0.starts_with("table3/1.2") && e.1 == "Optimal (P*)" && e.2 == "dolly K=3")
+        .unwrap_or_else(|| panic!("no Table 3 P* entry:\n{csv}"));
+    assert!((entry.3.unwrap() - mean(&pstar)).abs() < 1e-12);
+    let accept: Vec<f64> = seeds_of(&results.rows, "spectr", 2)
+        .iter()
+        .map(|r| r.mean_accept.unwrap())
+        .collect();
+    let entry = table
+        .iter()
+        .find(|e| e.0.starts_with("table3/1.2") && e.1 == "spectr" && e.2 == "dolly K=2")
+        .unwrap();
+    assert!((entry.3.unwrap() - mean(&accept)).abs() < 1e-12);
+    assert_eq!(entry.5, Some(0.6246));
+    // Synthetic models, 2 prompts, 10 tokens: every row with a paper value is marked.
+    assert!(!report.setup_differences.is_empty());
+    let markdown = render(&report, Format::Markdown);
+    assert!(markdown.contains("| is † |"), "{markdown}");
+    assert!(markdown.contains("[paper 2.130 ± 0.050]"), "{markdown}");
+    assert!(markdown.contains("not shown: Table 4"), "{markdown}");
+    let latex = render(&report, Format::Latex);
+    assert!(latex.contains("\\begin{tabular}") && latex.contains("$^\\dagger$"));
+
+    // The same tables from shards merged back.
+    let shards = scratch("e3-shards");
+    for i in 1..=2 {
+        run_into(
+            e3_like(),
+            &shards.join(format!("shard-{i}-of-2")),
+            Some((i, 2)),
+        );
+    }
+    let merged = shards.join("merged");
+    merge(
+        &[shards.join("shard-1-of-2"), shards.join("shard-2-of-2")],
+        &merged,
+    )
+    .unwrap();
+    let from_shards = render(
+        &build_report(&load(&[shards.join("shard-1-of-2"), shards.join("shard-2-of-2")]).unwrap()),
+        Format::Csv,
+    );
+    let from_merged = render(&build_report(&load(&[merged]).unwrap()), Format::Csv);
+    // Block efficiency and acceptance do not depend on sharding; token rates do (timing).
+    let deterministic = |text: &str| -> Vec<String> {
+        entries(text)
+            .into_iter()
+            .filter(|e| e.0.starts_with("table1") || e.0.starts_with("table3"))
+            .map(|e| format!("{}|{}|{}|{:?}", e.0, e.1, e.2, e.3))
+            .collect()
+    };
+    assert_eq!(deterministic(&from_shards), deterministic(&from_merged));
+    assert_eq!(deterministic(&from_merged), deterministic(&csv));
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&shards);
+}
+
+#[test]
+fn non_identical_pairs_and_top_k_get_their_tables() {
+    let out = scratch("pairs");
+    let mut config = e3_like();
+    config.sweep.drafts = vec![2];
+    config.sweep.schemes = vec!["is".into(), "specinfer".into()];
+    config.sweep.draft_temps = vec![];
+    config.sweep.draft_temp_pairs = vec![[1.2, 1.6], [1.2, 2.0]];
+    config.sweep.seeds = vec![1];
+    run_into(config, &out, None);
+    let report = build_report(&load(&[out.clone()]).unwrap());
+    let figure4 = report
+        .tables
+        .iter()
+        .find(|t| t.id.starts_with("figure4/dolly/K2"))
+        .expect("a Figure 4 table");
+    assert_eq!(figure4.columns.len(), 1 + 2 * 2);
+    assert_eq!(figure4.rows.len(), 2);
+
+    let topk = scratch("topk");
+    let mut config = e3_like();
+    config.decode.top_k = 10;
+    config.decode.top_p = 1.0;
+    config.sweep.draft_temps = vec![1.0];
+    config.sweep.seeds = vec![1];
+    run_into(config, &topk, None);
+    let results = load(&[topk.clone()]).unwrap();
+    let report = build_report(&results);
+    let table4 = report
+        .tables
+        .iter()
+        .find(|t| t.id.starts_with("table4/dolly/1"))
+        .expect("a Table 4");
+    let spectr = table4.rows.iter().find(|r| r.label == "spectr").unwrap();
+    let be = |label: &str| seeds_of(&results.rows, label, 2)[0].block_efficiency;
+    let loss = spectr.entries[1].measured.unwrap().mean;
+    assert!((loss - 100.0 * be("spectr") / be("is")).abs() < 1e-9);
+    assert_eq!(spectr.entries[1].published.unwrap().mean, 98.0);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&topk);
+}
+
+#[test]
+fn report_errors_are_one_line_and_name_the_fix() {
+    let dir = scratch("errors");
+    let foreign = dir.join("foreign.csv");
+    std::fs::write(&foreign, "a,b\n1,2\n").unwrap();
+    let empty = dir.join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![dir.display().to_string()], "holds no specbench run"),
+        (
+            vec![foreign.display().to_string()],
+            "not a specbench cells.csv",
+        ),
+        (vec![empty.display().to_string()], "is empty"),
+        (
+            vec![dir.display().to_string(), "--format".into(), "pdf".into()],
+            "use md, latex or csv",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut full = vec!["report".to_string()];
+        full.extend(args);
+        let output = specbench(&full.iter().map(String::as_str).collect::<Vec<_>>());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn figure2_points_equal_theory_accept_and_pass_their_checks() {
+    let figure = figure2(0.05).unwrap();
+    assert!(figure.failures.is_empty(), "{:?}", figure.failures);
+    assert!(figure.max_lp_gap < 1e-9 && figure.max_enumeration_gap < 1e-12);
+    // A sample of points, recomputed by `theory accept` (enumerated landings).
+    for (panel, q2) in [
+        (Panel::Left, 0.0),
+        (Panel::Left, 0.5),
+        (Panel::Right, 0.25),
+        (Panel::Right, 5.0 / 6.0),
+    ] {
+        let point = figure
+            .points
+            .iter()
+            .find(|p| p.panel == panel.name() && (p.q2 - q2).abs() < 1e-12)
+            .unwrap();
+        let report = accept(&AcceptRequest {
+            p: vec![1.0 / 3.0; 3],
+            qs: vec![panel.q(q2)],
+            k: 2,
+            schemes: Some("spectr,specinfer,single".into()),
+        })
+        .unwrap();
+        let landing = |name: &str| {
+            report
+                .rows
+                .iter()
+                .find(|r| r.scheme == name)
+                .unwrap()
+                .landing
+        };
+        assert!((point.optimal - report.pstar).abs() < 1e-12);
+        assert!((point.spectr - landing("spectr")).abs() < 1e-12);
+        assert!((point.specinfer - landing("specinfer")).abs() < 1e-12);
+        assert!((point.sd - landing("single")).abs() < 1e-12);
+        assert!(point.optimal >= point.spectr - 1e-12 && point.spectr >= point.sd - 1e-12);
+    }
+    // SD is 1 − TV(p, q): at the left panel's q2 = 0, q = (1/3, 0, 2/3), TV = 1/3.
+    let first = &figure.points[0];
+    assert_eq!(first.panel, "left");
+    assert!((first.sd - 2.0 / 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn figure2_command_writes_the_csv_and_reports_its_checks() {
+    let dir = scratch("figure2");
+    let out = dir.join("figure2.csv");
+    let output = specbench(&["theory", "figure2", "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("self-checks: all passed"), "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("panel,q2,optimal,is_full_lp,spectr,rho_star,specinfer,sd")
+    );
+    // 69 left + 86 right points at step 0.01.
+    assert_eq!(lines.count(), 69 + 86);
+    let bad = specbench(&["theory", "figure2", "--step", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
