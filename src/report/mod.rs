@@ -4,6 +4,7 @@
 
 pub mod paper_tables;
 pub mod published;
+pub mod quality;
 pub mod render;
 pub mod results;
 pub mod summary;
