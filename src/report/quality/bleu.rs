@@ -175,15 +175,17 @@ impl BleuStats {
         }
         let mut precisions = [0.0f64; MAX_ORDER];
         let mut smooth = 1.0;
-        for n in 0..MAX_ORDER {
-            if self.total[n] == 0 {
+        for ((precision, &correct), &total) in
+            precisions.iter_mut().zip(&self.correct).zip(&self.total)
+        {
+            if total == 0 {
                 break;
             }
-            precisions[n] = if self.correct[n] == 0 {
+            *precision = if correct == 0 {
                 smooth *= 2.0;
-                100.0 / (smooth * self.total[n] as f64)
+                100.0 / (smooth * total as f64)
             } else {
-                100.0 * self.correct[n] as f64 / self.total[n] as f64
+                100.0 * correct as f64 / total as f64
             };
         }
         // sacrebleu floors log(0) at −9999999999 (an order it never reached).
