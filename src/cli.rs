@@ -209,8 +209,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub draft: Option<String>,
     /// Hub revision (branch, tag or commit) of both models.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["target_revision", "draft_revision"])]
     pub revision: Option<String>,
+    /// Hub revision of the target alone (a commit of one repo means nothing in the other).
+    #[arg(long)]
+    pub target_revision: Option<String>,
+    /// Hub revision of the draft alone.
+    #[arg(long)]
+    pub draft_revision: Option<String>,
+    /// Cut prompts longer than this many tokens from the left (DATA.md §3).
+    #[arg(long)]
+    pub max_prompt_tokens: Option<usize>,
+    /// Draw a seeded sample of each dataset's rows instead of the first ones.
+    #[arg(long)]
+    pub sample_seed: Option<u64>,
     /// Weight precision of real models: f32, f16 or bf16.
     #[arg(long)]
     pub dtype: Option<String>,

@@ -319,6 +319,10 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         target: args.target,
         draft: args.draft,
         revision: args.revision,
+        target_revision: args.target_revision,
+        draft_revision: args.draft_revision,
+        max_prompt_tokens: args.max_prompt_tokens,
+        sample_seed: args.sample_seed,
         dtype: args.dtype,
         name: args.name,
     }

@@ -267,6 +267,10 @@ pub struct Overrides {
     pub draft: Option<String>,
     /// One revision for both models.
     pub revision: Option<String>,
+    pub target_revision: Option<String>,
+    pub draft_revision: Option<String>,
+    pub max_prompt_tokens: Option<usize>,
+    pub sample_seed: Option<u64>,
     pub dtype: Option<String>,
     pub name: Option<String>,
 }
@@ -304,6 +308,18 @@ impl Overrides {
         if self.revision.is_some() {
             config.models.target_revision = self.revision.clone();
             config.models.draft_revision = self.revision.clone();
+        }
+        if self.target_revision.is_some() {
+            config.models.target_revision = self.target_revision.clone();
+        }
+        if self.draft_revision.is_some() {
+            config.models.draft_revision = self.draft_revision.clone();
+        }
+        if self.max_prompt_tokens.is_some() {
+            config.data.max_prompt_tokens = self.max_prompt_tokens;
+        }
+        if self.sample_seed.is_some() {
+            config.data.sample_seed = self.sample_seed;
         }
         if self.dtype.is_some() {
             config.models.dtype = self.dtype.clone();
@@ -386,5 +402,23 @@ mod tests {
         );
         assert_eq!(parse_temp_pair("1.2:1.6").unwrap(), [1.2, 1.6]);
         assert!(parse_temp_pair("1.2").is_err());
+    }
+
+    #[test]
+    fn per_model_revisions_and_data_fields_have_flags() {
+        let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+        Overrides {
+            revision: Some("main".into()),
+            draft_revision: Some("0123abcd".into()),
+            max_prompt_tokens: Some(96),
+            sample_seed: Some(7),
+            ..Overrides::default()
+        }
+        .apply(&mut config);
+        // The per-model flag wins over the shared one for its model only.
+        assert_eq!(config.models.target_revision.as_deref(), Some("main"));
+        assert_eq!(config.models.draft_revision.as_deref(), Some("0123abcd"));
+        assert_eq!(config.data.max_prompt_tokens, Some(96));
+        assert_eq!(config.data.sample_seed, Some(7));
     }
 }

@@ -50,6 +50,8 @@ pub struct Entry {
     pub measured: Option<Stat>,
     pub published: Option<Stat>,
     pub unit: Unit,
+    /// A verdict in words instead of a number (E7's comparison column).
+    pub text: Option<String>,
 }
 
 impl Entry {
@@ -58,6 +60,16 @@ impl Entry {
             measured,
             published: None,
             unit,
+            text: None,
+        }
+    }
+
+    fn text(text: String) -> Self {
+        Entry {
+            measured: None,
+            published: None,
+            unit: Unit::Probability,
+            text: Some(text),
         }
     }
 }

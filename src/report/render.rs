@@ -56,6 +56,9 @@ fn stat(stat: &Stat, unit: Unit, plus_minus: &str) -> String {
 }
 
 fn entry_text(entry: &Entry, plus_minus: &str, paper: &str) -> String {
+    if let Some(text) = &entry.text {
+        return text.clone();
+    }
     let measured = entry
         .measured
         .as_ref()
@@ -192,6 +195,7 @@ fn csv(report: &Report) -> String {
         "published",
         "published_sd",
         "settings_differ",
+        "note",
     ]);
     let optional = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for table in &report.tables {
@@ -210,6 +214,7 @@ fn csv(report: &Report) -> String {
                     optional(entry.published.map(|s| s.mean)),
                     optional(entry.published.and_then(|s| s.spread)),
                     row.differs.to_string(),
+                    entry.text.clone().unwrap_or_default(),
                 ]);
             }
         }
