@@ -12,6 +12,7 @@ use hf_hub::{Cache, Repo, RepoType};
 
 use super::Dataset;
 use crate::model::hub::{hub_client, offline};
+use crate::model::hub_errors::{explain, with_retries};
 
 /// Where a dataset lives on the hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,12 +50,13 @@ pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
         cached_files(dataset, &repo, &prefix)?
     } else {
         let api = hub_client()?.repo(repo);
-        let info = api.info().map_err(|e| {
-            anyhow::anyhow!(
-                "listing {}@{} on the hub: {e} (no network? set HF_HUB_OFFLINE=1 to use the cache, or give a local path)",
+        let info = with_retries(|| api.info()).map_err(|e| {
+            anyhow::anyhow!(explain(
+                &e,
+                &format!("listing {}@{} on the hub", hub.repo, hub.revision),
                 hub.repo,
                 hub.revision
-            )
+            ))
         })?;
         let commit = info.sha;
         let mut names: Vec<String> = info
@@ -74,8 +76,14 @@ pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
         let files = names
             .iter()
             .map(|n| {
-                api.get(n)
-                    .map_err(|e| anyhow::anyhow!("downloading {n} of {}: {e}", hub.repo))
+                with_retries(|| api.get(n)).map_err(|e| {
+                    anyhow::anyhow!(explain(
+                        &e,
+                        &format!("downloading {n} of {}", hub.repo),
+                        hub.repo,
+                        hub.revision
+                    ))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         (files, commit)

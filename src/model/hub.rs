@@ -19,6 +19,8 @@ use anyhow::{Context, Result, bail};
 use hf_hub::api::sync::{Api, ApiBuilder, ApiRepo};
 use hf_hub::{Cache, CacheRepo, Repo, RepoType};
 
+use super::hub_errors::{explain, with_retries};
+
 /// Where a model's files come from.
 pub enum ModelSource {
     Local(PathBuf),
@@ -172,10 +174,13 @@ impl ModelSource {
                 revision,
                 repo: HubRepo::Online(api),
             } => {
-                let info = api.info().map_err(|e| {
-                    anyhow::anyhow!(
-                        "listing {id} at revision {revision} on the hub: {e} (no network? set HF_HUB_OFFLINE=1 to use the cache)"
-                    )
+                let info = with_retries(|| api.info()).map_err(|e| {
+                    anyhow::anyhow!(explain(
+                        &e,
+                        &format!("listing {id} at revision {revision} on the hub"),
+                        id,
+                        revision
+                    ))
                 })?;
                 Ok(Some(
                     info.siblings.into_iter().map(|s| s.rfilename).collect(),
@@ -197,12 +202,16 @@ impl ModelSource {
             Self::Local(dir) => Ok(Some(dir.join(file))),
             Self::Hub {
                 id,
+                revision,
                 repo: HubRepo::Online(api),
-                ..
-            } => api
-                .get(file)
-                .map(Some)
-                .map_err(|e| anyhow::anyhow!("downloading {file} of {id}: {e}")),
+            } => with_retries(|| api.get(file)).map(Some).map_err(|e| {
+                anyhow::anyhow!(explain(
+                    &e,
+                    &format!("downloading {file} of {id}"),
+                    id,
+                    revision
+                ))
+            }),
             Self::Hub {
                 repo: HubRepo::Offline(cache),
                 revision,

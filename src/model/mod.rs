@@ -9,6 +9,7 @@ pub mod aligned;
 pub mod checkpoint;
 pub mod hf_tokenizer;
 pub mod hub;
+pub mod hub_errors;
 pub mod kv_cache;
 pub mod layers;
 pub mod llama;
