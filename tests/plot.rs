@@ -177,7 +177,12 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
         }),
     );
     let out = root.join("plots");
-    let report = plot(&[run.clone()], &out, &[ImageFormat::Svg, ImageFormat::Png]).unwrap();
+    let report = plot(
+        std::slice::from_ref(&run),
+        &out,
+        &[ImageFormat::Svg, ImageFormat::Png],
+    )
+    .unwrap();
     let names: Vec<&str> = report.written.iter().map(|w| w.name.as_str()).collect();
     assert!(names.contains(&"fig3-dolly"), "{names:?}");
     assert!(out.join("fig3-dolly.png").is_file());

@@ -26,8 +26,20 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
             .copied()
             .filter(|r| r.dataset == dataset)
             .collect();
+        let without: Vec<String> = in_order(
+            rows.iter()
+                .filter(|r| r.dataset == dataset && r.kind != "target" && r.mean_accept.is_none())
+                .map(|r| r.scheme_label()),
+        );
         for group in split_by_k(&in_dataset) {
-            figures.push(acceptance_figure(&dataset, &group));
+            let mut figure = acceptance_figure(&dataset, &group);
+            if !without.is_empty() {
+                figure.caption.push_str(&format!(
+                    " Not shown (no per-node acceptance recorded): {}.",
+                    without.join(", ")
+                ));
+            }
+            figures.push(figure);
         }
     }
     figures
@@ -94,6 +106,16 @@ fn acceptance_figure(dataset: &str, group: &KGroup) -> Figure {
         seeds_note(seeds),
         settings(&group.rows)
     );
+    let non_iid: Vec<&str> = ["rsd", "greedy"]
+        .into_iter()
+        .filter(|id| group.rows.iter().any(|r| r.scheme == *id))
+        .collect();
+    if !non_iid.is_empty() {
+        caption.push_str(&format!(
+            " {} draw non-i.i.d. drafts and can exceed P* (the i.i.d. optimum).",
+            non_iid.join(" and ")
+        ));
+    }
     if missing_pstar {
         caption.push_str(" P* is not computed for non-identical drafts with large supports.");
     }

@@ -39,12 +39,13 @@ fn series_over_k(label: &str, cells: &[&CellRow], seeds: &mut usize) -> Series {
 
 pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == "scheme").collect();
-    let ks = in_order(schemes.iter().map(|r| r.k));
+    // Single-draft schemes (block, K = 1) alone do not make a K axis.
+    let ks = in_order(schemes.iter().map(|r| r.k).filter(|k| *k >= 2));
     if ks.len() < 2 {
         skipped.push(Skip::new(
             "be-by-k",
             format!(
-                "one value of K ({}): block efficiency against K needs at least two (run with --drafts 2,3,…)",
+                "one multi-draft K ({}): block efficiency against K needs at least two (run with --drafts 2,3,…)",
                 ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
             ),
         ));

@@ -177,8 +177,27 @@ fn draw<DB: DrawingBackend>(
     let columns = figure.columns.clamp(1, figure.panels.len().max(1));
     let rows = figure.panels.len().div_ceil(columns).max(1);
     let cells = panels_area.split_evenly((rows, columns));
+    // One label and one note column width for all bar panels, so their
+    // plots line up.
+    let bars = || {
+        figure
+            .panels
+            .iter()
+            .filter_map(|p| match &p.body {
+                Body::Bars(bars) => Some(bars.iter()),
+                Body::Lines(_) => None,
+            })
+            .flatten()
+    };
+    let widest = |text: fn(&Bar) -> &str, size: u32| {
+        bars().map(|b| text_width(text(b), size)).max().unwrap_or(0) * 11 / 10 + 24
+    };
+    let widths = (
+        widest(|b| &b.label, TICK_SIZE),
+        widest(|b| &b.note, TICK_SIZE - 1),
+    );
     for (panel, area) in figure.panels.iter().zip(cells.iter()) {
-        draw_panel(root, area, panel)?;
+        draw_panel(root, area, panel, widths)?;
     }
     draw_legend(&legend_area, &figure.legend, layout.legend_columns)?;
     Ok(())
@@ -262,10 +281,11 @@ fn draw_panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
+    widths: (u32, u32),
 ) -> Result<()> {
     match &panel.body {
         Body::Lines(series) => draw_lines(root, area, panel, series),
-        Body::Bars(bars) => draw_bars(root, area, panel, bars),
+        Body::Bars(bars) => draw_bars(root, area, panel, bars, widths),
     }
 }
 
@@ -410,22 +430,9 @@ fn draw_bars<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
     bars: &[Bar],
+    (label_width, note_width): (u32, u32),
 ) -> Result<()> {
     let n = bars.len().max(1) as f64;
-    let label_width = bars
-        .iter()
-        .map(|b| text_width(&b.label, TICK_SIZE))
-        .max()
-        .unwrap_or(40)
-        + 16;
-    let note_width = bars
-        .iter()
-        .map(|b| text_width(&b.note, TICK_SIZE - 1))
-        .max()
-        .unwrap_or(0)
-        * 11
-        / 10
-        + 24;
     let (x0, x1) = panel.x_range.unwrap_or((0.0, 1.0));
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, font(PANEL_TITLE_SIZE))

@@ -93,15 +93,18 @@ const POOL: [RGBColor; 13] = [
 
 /// Every scheme the bench ships, with a fixed look. SD is black: it is the
 /// reference line of the "% over SD" figures.
-const KNOWN: [(&str, RGBColor, Marker); 23] = [
+const KNOWN: [(&str, RGBColor, Marker); 26] = [
     ("single", BLACK, Marker::Circle),
     ("sd", BLACK, Marker::Circle),
     ("optimal", BLACK, Marker::Diamond),
     ("specinfer", ORANGE, Marker::Circle),
     ("spectr", SKY, Marker::Square),
     ("is", VERMILLION, Marker::Triangle),
-    // `is` at its defaults, as the run labels it.
+    // Schemes at their defaults, as the run labels them.
     ("is:m=40:s=5", VERMILLION, Marker::Triangle),
+    ("is_ratio:m=40", BLUE, Marker::Diamond),
+    ("is_target:m=40", GREEN, Marker::Cross),
+    ("is_priority:m=40", TEAL, Marker::Triangle),
     ("is_ratio", BLUE, Marker::Diamond),
     ("is_target", GREEN, Marker::Cross),
     ("is_uniform", PURPLE, Marker::Circle),
@@ -128,17 +131,41 @@ fn stable_hash(text: &str) -> u64 {
     })
 }
 
-/// The look of a scheme label (`is:m=40:s=5`): fixed for the bench's
-/// schemes at their defaults, otherwise a hash of the whole label, so a
-/// label has the same look in every figure and every run.
-pub fn scheme_style(label: &str) -> SeriesStyle {
-    if let Some((_, color, marker)) = KNOWN.iter().find(|(known, _, _)| *known == label) {
-        return SeriesStyle {
+fn known(label: &str) -> Option<SeriesStyle> {
+    KNOWN
+        .iter()
+        .find(|(known, _, _)| *known == label)
+        .map(|(_, color, marker)| SeriesStyle {
             color: *color,
             marker: *marker,
-        };
+        })
+}
+
+/// The look of a scheme label (`is:m=40:s=5`): fixed for the bench's
+/// schemes at their defaults; other parameters keep the family's colour
+/// with another marker (from a hash of the label); unknown schemes get both
+/// from the hash. A label has the same look in every figure and every run.
+pub fn scheme_style(label: &str) -> SeriesStyle {
+    if let Some(style) = known(label) {
+        return style;
     }
     let hash = stable_hash(label);
+    let family = label.split(':').next().unwrap_or(label);
+    if let Some(base) = known(family).or_else(|| {
+        KNOWN
+            .iter()
+            .find(|(known, _, _)| known.split(':').next() == Some(family))
+            .and_then(|(known, _, _)| self::known(known))
+    }) {
+        let others: Vec<Marker> = Marker::ALL
+            .into_iter()
+            .filter(|m| *m != base.marker)
+            .collect();
+        return SeriesStyle {
+            color: base.color,
+            marker: others[(hash % others.len() as u64) as usize],
+        };
+    }
     SeriesStyle {
         color: POOL[(hash % POOL.len() as u64) as usize],
         marker: Marker::ALL[((hash / POOL.len() as u64) % Marker::ALL.len() as u64) as usize],
@@ -160,7 +187,7 @@ mod tests {
             .iter()
             // Aliases and Figure 2's curve names (capitalised) share on purpose.
             .filter(|(label, _, _)| {
-                !["sd", "is:m=40:s=5"].contains(label) && label.starts_with(char::is_lowercase)
+                !label.contains(':') && *label != "sd" && label.starts_with(char::is_lowercase)
             })
             .map(|(_, c, m)| (*c, *m))
             .collect();
@@ -174,9 +201,13 @@ mod tests {
     }
 
     #[test]
-    fn unknown_labels_are_deterministic() {
-        assert_eq!(scheme_style("is:m=40:s=5"), scheme_style("is:m=40:s=5"));
-        assert_eq!(scheme_style("spectr").color, SKY);
+    fn other_parameters_keep_the_family_colour_with_another_marker() {
+        assert_eq!(scheme_style("is:m=10"), scheme_style("is:m=10"));
+        assert_eq!(scheme_style("is:m=10").color, scheme_style("is").color);
+        assert_ne!(scheme_style("is:m=10").marker, scheme_style("is").marker);
+        assert_eq!(scheme_style("is_ratio:m=40"), scheme_style("is_ratio"));
+        assert_eq!(scheme_style("spectr:rho=1.5").color, SKY);
+        assert_eq!(scheme_style("made_up"), scheme_style("made_up"));
     }
 
     #[test]
