@@ -527,3 +527,123 @@ fn bad_input_gets_a_one_line_error_naming_the_fix() {
     assert!(stderr.contains("no SD baseline"), "{stderr}");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A small real run on the synthetic models: two temperatures, K = 2 and 3,
+/// two seeds, non-identical pairs too.
+fn small_run() -> specbench::experiment::Config {
+    use specbench::experiment::Config;
+    use specbench::experiment::config::EMBEDDED_DEFAULT;
+    let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+    config.models.synthetic.vocab = 2048;
+    config.data.datasets = vec!["dolly".into()];
+    config.data.prompts = 1;
+    config.decode.max_new_tokens = 8;
+    config.sweep.schemes = vec!["specinfer".into(), "is".into()];
+    config.sweep.drafts = vec![2, 3];
+    config.sweep.draft_temps = vec![1.2, 1.6];
+    config.sweep.draft_temp_pairs = vec![[1.2, 1.6], [1.2, 2.0]];
+    config.sweep.seeds = vec![1, 2];
+    config
+}
+
+fn run_into(out: &Path, shard: Option<(usize, usize)>) {
+    use specbench::experiment::{RunOptions, run};
+    run(&RunOptions {
+        config: small_run(),
+        config_source: "test".into(),
+        out: Some(out.to_path_buf()),
+        resume: false,
+        shard,
+        rounds_jsonl: None,
+    })
+    .unwrap();
+}
+
+/// Block-efficiency points of every figure (token rates are timings).
+fn block_efficiency_points(figures: &Figures) -> Vec<String> {
+    figures
+        .figures
+        .iter()
+        .flat_map(|f| {
+            f.panels
+                .iter()
+                .filter(|p| p.title == "Block efficiency" || p.title.starts_with("draft T"))
+                .flat_map(move |p| {
+                    p.series()
+                        .iter()
+                        .map(move |s| format!("{}|{}|{}|{:?}", f.name, p.title, s.label, s.points))
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn a_real_run_its_shards_and_their_merge_give_the_same_figures() {
+    use specbench::experiment::merge::merge;
+    use specbench::report::load;
+    let root = scratch("real");
+    let whole = root.join("whole");
+    run_into(&whole, None);
+    let shards = root.join("shards");
+    for i in 1..=2 {
+        run_into(&shards.join(format!("shard-{i}-of-2")), Some((i, 2)));
+    }
+    let merged = root.join("merged");
+    merge(
+        &[shards.join("shard-1-of-2"), shards.join("shard-2-of-2")],
+        &merged,
+    )
+    .unwrap();
+
+    let from_whole = figures(std::slice::from_ref(&whole)).unwrap();
+    let names: Vec<&str> = from_whole.figures.iter().map(|f| f.name.as_str()).collect();
+    for expected in [
+        "fig3-dolly-k2",
+        "fig3-dolly-k3",
+        // A pair is two drafts: K = 2 only, one figure.
+        "fig4-dolly-t1-1.2",
+        "be-by-k-dolly",
+        "accept-by-depth-dolly-k3",
+        "accept-vs-pstar-dolly-k2",
+    ] {
+        assert!(names.contains(&expected), "no {expected} in {names:?}");
+    }
+    let points = block_efficiency_points(&from_whole);
+    assert_eq!(
+        points,
+        block_efficiency_points(&figures(&[shards]).unwrap())
+    );
+    assert_eq!(
+        points,
+        block_efficiency_points(&figures(std::slice::from_ref(&merged)).unwrap())
+    );
+
+    // Figure 3's points are the runner's own `% over SD` columns, averaged.
+    let rows = load(std::slice::from_ref(&whole)).unwrap().rows;
+    let fig3 = from_whole
+        .figures
+        .iter()
+        .find(|f| f.name == "fig3-dolly-k3")
+        .unwrap();
+    for series in fig3.panels[0].series() {
+        for point in &series.points {
+            let seeds: Vec<f64> = rows
+                .iter()
+                .filter(|r| {
+                    r.kind == "scheme"
+                        && r.k == 3
+                        && r.scheme_label() == series.label
+                        && r.temp_set.parse::<f64>().ok() == Some(point.x)
+                })
+                .map(|r| r.block_efficiency_vs_sd_pct.unwrap())
+                .collect();
+            assert_eq!(seeds.len(), 2, "{}", series.label);
+            assert!((point.y - mean(&seeds)).abs() < 1e-9);
+        }
+    }
+    // And every figure renders from the merged run.
+    let out = root.join("plots");
+    let report = plot(&[merged], &out, &[ImageFormat::Svg]).unwrap();
+    assert_eq!(report.written.len(), from_whole.figures.len());
+    std::fs::remove_dir_all(&root).unwrap();
+}
