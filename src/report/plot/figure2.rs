@@ -127,7 +127,7 @@ pub fn figure2(path: &Path) -> Result<Figure> {
             sd.line = Line::Dashed;
             let mut p = Panel::lines(
                 format!("{} panel: {}", capitalise(panel), panel_title(panel)),
-                "q2 (draft probability of token 2)",
+                "q2 (draft probability of the second token)",
                 "acceptance probability",
                 vec![optimal, full_lp, spectr, specinfer, sd],
             );
