@@ -112,8 +112,9 @@ fn acceptance_figure(dataset: &str, group: &KGroup) -> Figure {
         .collect();
     if !non_iid.is_empty() {
         caption.push_str(&format!(
-            " {} draw non-i.i.d. drafts and can exceed P* (the i.i.d. optimum).",
-            non_iid.join(" and ")
+            " {} {} non-i.i.d. drafts and can exceed P* (the i.i.d. optimum).",
+            non_iid.join(" and "),
+            if non_iid.len() == 1 { "draws" } else { "draw" }
         ));
     }
     if missing_pstar {

@@ -94,7 +94,9 @@ struct Layout {
 fn layout(figure: &Figure) -> Layout {
     let columns = figure.columns.clamp(1, figure.panels.len().max(1));
     let rows = figure.panels.len().div_ceil(columns).max(1);
-    let panels_height = rows as u32 * PANEL_HEIGHT;
+    // Tall enough for the legend in one column.
+    let panels_height =
+        (rows as u32 * PANEL_HEIGHT).max(figure.legend.len() as u32 * LEGEND_ROW + 60);
     let (legend_width, legend_columns) = legend_layout(&figure.legend, panels_height);
     let panel_width = if figure
         .panels
