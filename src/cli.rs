@@ -173,6 +173,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub resume: bool,
     /// Run shard i of N (1-based): whole (dataset, temperatures, seed) groups.
+    /// `slurm`: i and N from this Slurm array task (SLURM_ARRAY_TASK_ID/COUNT).
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(usize, usize)>,
     /// Also write per-round records (JSON lines) to this file.

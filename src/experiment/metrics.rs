@@ -1,5 +1,5 @@
 //! One CSV row per cell: what was run and what it measured. Every column is
-//! documented in the README ("cells.csv columns").
+//! documented in docs/results-files.md.
 
 use serde::{Deserialize, Serialize};
 

@@ -231,8 +231,12 @@ fn supports(scheme: &dyn Scheme, temps: &[f64]) -> Result<(), String> {
         .map_err(|e| e.message)
 }
 
-/// Parses `--shard i/N` (1 ≤ i ≤ N).
+/// Parses `--shard i/N` (1 ≤ i ≤ N), or `--shard slurm`: this Slurm array
+/// task's place in its array.
 pub fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    if text.trim() == "slurm" {
+        return slurm_shard(|name| std::env::var(name).ok());
+    }
     let error = || format!("'{text}' is not a shard: write i/N with 1 <= i <= N, e.g. 2/8");
     let (i, n) = text.split_once('/').ok_or_else(error)?;
     let i: usize = i.trim().parse().map_err(|_| error())?;
@@ -243,10 +247,71 @@ pub fn parse_shard(text: &str) -> Result<(usize, usize), String> {
     Ok((i, n))
 }
 
+/// The shard of a Slurm array task: `i = SLURM_ARRAY_TASK_ID −
+/// SLURM_ARRAY_TASK_MIN + 1` of `N = SLURM_ARRAY_TASK_COUNT`, so arrays
+/// numbered `0-(N-1)` and `1-N` both cover every shard once. Arrays with a
+/// step (`--array=0-9:2`) or gaps would skip shards: they are refused.
+pub fn slurm_shard(var: impl Fn(&str) -> Option<String>) -> Result<(usize, usize), String> {
+    let read = |name: &str| -> Result<usize, String> {
+        let value = var(name).ok_or_else(|| {
+            format!("--shard slurm: {name} is not set: run inside a Slurm job array (sbatch --array=1-N), or give --shard i/N")
+        })?;
+        value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--shard slurm: {name}='{value}' is not a whole number"))
+    };
+    let id = read("SLURM_ARRAY_TASK_ID")?;
+    let count = read("SLURM_ARRAY_TASK_COUNT")?;
+    let min = read("SLURM_ARRAY_TASK_MIN")?;
+    let max = read("SLURM_ARRAY_TASK_MAX")?;
+    if count == 0 || max + 1 < min || max - min + 1 != count {
+        return Err(format!(
+            "--shard slurm: the array {min}-{max} has {count} tasks: use a contiguous array without a step (sbatch --array={min}-{})",
+            min + count.max(1) - 1
+        ));
+    }
+    if id < min || id > max {
+        return Err(format!(
+            "--shard slurm: SLURM_ARRAY_TASK_ID={id} is outside {min}-{max}"
+        ));
+    }
+    Ok((id - min + 1, count))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::experiment::config::EMBEDDED_DEFAULT;
+
+    fn slurm(vars: &[(&str, &str)]) -> Result<(usize, usize), String> {
+        slurm_shard(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn slurm_arrays_from_zero_or_one_cover_every_shard() {
+        let task = |id: &str, min: &str, max: &str| {
+            slurm(&[
+                ("SLURM_ARRAY_TASK_ID", id),
+                ("SLURM_ARRAY_TASK_MIN", min),
+                ("SLURM_ARRAY_TASK_MAX", max),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ])
+        };
+        assert_eq!(task("0", "0", "3"), Ok((1, 4)));
+        assert_eq!(task("3", "0", "3"), Ok((4, 4)));
+        assert_eq!(task("1", "1", "4"), Ok((1, 4)));
+        assert_eq!(task("4", "1", "4"), Ok((4, 4)));
+        // A stepped array (0-6:2 has 4 tasks over 0..6) would skip shards.
+        assert!(task("2", "0", "6").unwrap_err().contains("without a step"));
+        assert!(task("9", "1", "4").unwrap_err().contains("outside"));
+        let unset = slurm(&[]).unwrap_err();
+        assert!(unset.contains("SLURM_ARRAY_TASK_ID is not set"), "{unset}");
+    }
 
     fn default_config() -> Config {
         Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap()

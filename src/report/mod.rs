@@ -5,6 +5,7 @@
 pub mod paper_tables;
 pub mod plot;
 pub mod published;
+pub mod quality;
 pub mod render;
 pub mod results;
 pub mod summary;

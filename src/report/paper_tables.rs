@@ -259,69 +259,81 @@ fn vs_sd_tables(rows: &[&CellRow], report: &mut Report) {
     }
     for sampling in samplings(&with_sd) {
         for dataset in datasets(&with_sd) {
-            let group: Vec<&CellRow> = with_sd
-                .iter()
-                .copied()
-                .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
-                .collect();
-            let ks: BTreeSet<usize> = group.iter().map(|r| r.k).collect();
-            for k in ks {
-                for (identical, figure) in [(true, 3), (false, 4)] {
-                    let cells: Vec<&CellRow> = group
-                        .iter()
-                        .copied()
-                        .filter(|r| r.k == k && r.temp_set.contains(':') != identical)
-                        .collect();
-                    if cells.is_empty() {
-                        continue;
-                    }
-                    let mut temps = in_order(cells.iter().map(|r| r.temp_set.clone()));
-                    temps.sort_by_key(|t| temp_order(t));
-                    let mut columns = vec!["scheme".to_string()];
-                    for t in &temps {
-                        columns.push(format!("BE % (T {t})"));
-                        columns.push(format!("TR % (T {t})"));
-                    }
-                    let rows = in_order(cells.iter().map(|r| r.scheme_label()))
-                        .into_iter()
-                        .map(|label| {
-                            let mut entries = Vec::new();
-                            for t in &temps {
-                                let at: Vec<&&CellRow> = cells
-                                    .iter()
-                                    .filter(|r| r.scheme_label() == label && &r.temp_set == t)
-                                    .collect();
-                                let be: Vec<f64> = at
-                                    .iter()
-                                    .filter_map(|r| r.block_efficiency_vs_sd_pct)
-                                    .collect();
-                                let tr: Vec<f64> =
-                                    at.iter().filter_map(|r| r.token_rate_vs_sd_pct).collect();
-                                entries.push(Entry::new(Stat::of(&be), Unit::Percent));
-                                entries.push(Entry::new(Stat::of(&tr), Unit::Percent));
-                            }
-                            TableRow {
-                                label,
-                                entries,
-                                differs: false,
-                            }
-                        })
-                        .collect();
-                    report.tables.push(Table {
-                        id: format!("figure{figure}/{dataset}/K{k}/{}", sampling.describe()),
-                        title: format!(
-                            "Figure {figure} as a table ({}): {dataset}, K = {k}, block efficiency (BE) and token rate (TR) as % over single-draft SD at the same draft temperature{}",
-                            if identical { "identical drafts" } else { "non-identical drafts (T1:T2)" },
-                            if identical { "" } else { " (SD at T1)" },
-                        ),
-                        columns,
-                        rows,
-                        notes: vec![format!(
-                            "{}; mean ± s.d. over seeds; the paper publishes these only as plots",
-                            sampling.describe()
-                        )],
-                    });
+            for (identical, figure) in [(true, 3), (false, 4)] {
+                let cells: Vec<&CellRow> = with_sd
+                    .iter()
+                    .copied()
+                    .filter(|r| {
+                        r.dataset == dataset
+                            && Sampling::of(r) == sampling
+                            && r.temp_set.contains(':') != identical
+                    })
+                    .collect();
+                if cells.is_empty() {
+                    continue;
                 }
+                let mut temps = in_order(cells.iter().map(|r| r.temp_set.clone()));
+                temps.sort_by_key(|t| temp_order(t));
+                let mut columns = vec!["scheme".to_string()];
+                for t in &temps {
+                    columns.push(format!("BE % (T {t})"));
+                    columns.push(format!("TR % (T {t})"));
+                }
+                // Rows are (scheme, K): K is named where the table has several.
+                let several_k = cells.iter().map(|r| r.k).collect::<BTreeSet<_>>().len() > 1;
+                let mut keys: Vec<(usize, String)> = Vec::new();
+                for row in &cells {
+                    let key = (row.k, row.scheme_label());
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
+                keys.sort_by_key(|(k, _)| *k);
+                let table_rows = keys
+                    .into_iter()
+                    .map(|(k, label)| {
+                        let mut entries = Vec::new();
+                        for t in &temps {
+                            let at: Vec<&&CellRow> = cells
+                                .iter()
+                                .filter(|r| {
+                                    r.k == k && r.scheme_label() == label && &r.temp_set == t
+                                })
+                                .collect();
+                            let be: Vec<f64> = at
+                                .iter()
+                                .filter_map(|r| r.block_efficiency_vs_sd_pct)
+                                .collect();
+                            let tr: Vec<f64> =
+                                at.iter().filter_map(|r| r.token_rate_vs_sd_pct).collect();
+                            entries.push(Entry::new(Stat::of(&be), Unit::Percent));
+                            entries.push(Entry::new(Stat::of(&tr), Unit::Percent));
+                        }
+                        TableRow {
+                            label: if several_k {
+                                format!("{label} (K={k})")
+                            } else {
+                                label
+                            },
+                            entries,
+                            differs: false,
+                        }
+                    })
+                    .collect();
+                report.tables.push(Table {
+                    id: format!("figure{figure}/{dataset}/{}", sampling.describe()),
+                    title: format!(
+                        "Figure {figure} as a table ({}): {dataset}, block efficiency (BE) and token rate (TR) as % over single-draft SD at the same draft temperature{}",
+                        if identical { "identical drafts" } else { "non-identical drafts (T1:T2)" },
+                        if identical { "" } else { " (SD at T1)" },
+                    ),
+                    columns,
+                    rows: table_rows,
+                    notes: vec![format!(
+                        "{}; mean ± s.d. over seeds; the paper publishes these only as plots",
+                        sampling.describe()
+                    )],
+                });
             }
         }
     }

@@ -204,7 +204,7 @@ mod tests {
         write(&root.join("shard-1-of-2"), &["a", "b"]);
         write(&root.join("shard-2-of-2"), &["c"]);
         write(&root.join("merged"), &["a", "b", "c"]);
-        let shards = load(&[root.clone()]);
+        let shards = load(std::slice::from_ref(&root));
         // The root holds shard folders and a merged folder: all three are read.
         let shards = shards.unwrap();
         assert_eq!(shards.rows.len(), 3);
@@ -218,7 +218,7 @@ mod tests {
     fn bad_inputs_name_the_fix() {
         let root = temp("bad");
         std::fs::create_dir_all(&root).unwrap();
-        let message = load(&[root.clone()]).unwrap_err().to_string();
+        let message = load(std::slice::from_ref(&root)).unwrap_err().to_string();
         assert!(message.contains("holds no specbench run"), "{message}");
         let foreign = root.join("other.csv");
         std::fs::write(&foreign, "name,value\nx,1\n").unwrap();

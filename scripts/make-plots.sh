@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates everything under plots/ (and the reference run in results/tiny)
+# with the exact commands below. Run from the repository root, with
+# ../shared (the trained tiny pair and the sample rows) beside the checkout:
+#
+#   scripts/make-plots.sh            # all: Figure 2, the tiny run, its figures and tables
+#   scripts/make-plots.sh figure2    # Figure 2 only (no models needed, seconds)
+#
+# The tiny run takes about 4 minutes on 2 cores; its cells.csv, generations.jsonl
+# and manifest.json are committed in results/tiny so the figures can be redrawn
+# (`specbench plot results/tiny …`) without re-running it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+cargo build --release --locked
+specbench=target/release/specbench
+
+mkdir -p plots/figure2
+"$specbench" theory figure2 --step 0.01 --out plots/figure2/figure2.csv
+"$specbench" plot plots/figure2/figure2.csv --out plots/figure2 --format svg,png
+[[ $what == figure2 ]] && exit 0
+
+if [[ ! -d ../shared/models/tiny-opt-target ]]; then
+    echo "error: ../shared/models is missing: the tiny run needs the trained pair beside the checkout" >&2
+    exit 2
+fi
+rm -rf results/tiny plots/tiny
+"$specbench" run --config experiments/tiny.toml --out results/tiny
+mkdir -p plots/tiny
+"$specbench" plot results/tiny --out plots/tiny --format svg,png
+"$specbench" report results/tiny --format md --out plots/tiny/report.md

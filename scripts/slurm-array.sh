@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Spread one specbench experiment over a Slurm job array, then merge.
+#
+#   scripts/slurm-array.sh N CONFIG [run flags…]
+#
+# submits N array tasks, each running `specbench run CONFIG --shard slurm`
+# (task i of N takes every N-th (dataset, temperatures, seed) group into
+# results/<name>/shard-i-of-N/), and one merge job that starts when all of
+# them have succeeded and writes results/<name>/merged/. Extra sbatch options
+# come from SBATCH_* environment variables or SPECBENCH_SBATCH (e.g.
+# SPECBENCH_SBATCH="--partition=gpu --gres=gpu:1 --time=12:00:00").
+# SPECBENCH (default target/release/specbench) names the binary.
+set -euo pipefail
+
+if [[ $# -lt 2 ]]; then
+    echo "usage: $0 N CONFIG [run flags…]   (e.g. $0 8 experiments/paper-e1.toml)" >&2
+    exit 2
+fi
+shards=$1
+config=$2
+shift 2
+if ! [[ $shards =~ ^[1-9][0-9]*$ ]]; then
+    echo "error: N must be a positive whole number, not '$shards'" >&2
+    exit 2
+fi
+if [[ ! -f $config ]]; then
+    echo "error: $config does not exist: give an experiment config such as experiments/paper-e1.toml" >&2
+    exit 2
+fi
+command -v sbatch >/dev/null || { echo "error: sbatch not found: run this on a Slurm login node" >&2; exit 2; }
+binary=${SPECBENCH:-target/release/specbench}
+[[ -x $binary ]] || { echo "error: $binary not found: cargo build --release (or set SPECBENCH)" >&2; exit 2; }
+
+name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$config" | head -n 1)
+name=${name:-$(basename "$config" .toml)}
+for arg in "$@"; do
+    # --name on the command line wins over the config's name.
+    if [[ ${prev:-} == --name ]]; then name=$arg; fi
+    prev=$arg
+done
+out=results/$name
+mkdir -p "$out/slurm-logs"
+
+flags=$(printf ' %q' "$@")
+array_job=$(sbatch --parsable ${SPECBENCH_SBATCH:-} \
+    --job-name="specbench-$name" --array="1-$shards" \
+    --output="$out/slurm-logs/shard-%a.out" \
+    --wrap="$binary run $(printf %q "$config") --shard slurm$flags")
+merge_inputs=$(for i in $(seq 1 "$shards"); do printf ' %s/shard-%d-of-%d' "$out" "$i" "$shards"; done)
+merge_job=$(sbatch --parsable ${SPECBENCH_SBATCH:-} \
+    --job-name="specbench-$name-merge" --dependency="afterok:$array_job" \
+    --output="$out/slurm-logs/merge.out" \
+    --wrap="$binary merge$merge_inputs --out $out/merged")
+echo "submitted array job $array_job ($shards shards) and merge job $merge_job"
+echo "results: $out/merged (then: specbench report $out/merged; specbench plot $out/merged --out $out/plots)"
