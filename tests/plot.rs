@@ -199,6 +199,16 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
     );
 
     let svg = svg_of(&out, "fig3-dolly");
+    // The PNG is the same picture: a PNG of the SVG's size.
+    let png = std::fs::read(out.join("fig3-dolly.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be32 = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert!(
+        svg.contains(&format!("width=\"{}\" height=\"{}\"", be32(16), be32(20))),
+        "PNG {}x{}",
+        be32(16),
+        be32(20)
+    );
     let text = texts(&svg);
     for expected in [
         "dolly: identical drafts, K = 2",
