@@ -14,18 +14,24 @@ use plotters::style::{FontStyle, RGBColor, register_font};
 /// font lookup.
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
-/// Registers the embedded font as plotters' "sans-serif" family (once).
+/// Registers the embedded font (once) under the family the figures name,
+/// and as plotters' default "sans-serif".
 pub fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        for style in [FontStyle::Normal, FontStyle::Bold] {
-            // The bytes are a valid TrueType font, checked by the tests.
-            let _ = register_font("sans-serif", style, FONT);
+        for family in [FONT_FAMILY, "sans-serif"] {
+            for style in [FontStyle::Normal, FontStyle::Bold] {
+                // The bytes are a valid TrueType font, checked by the tests.
+                let _ = register_font(family, style, FONT);
+            }
         }
     });
 }
 
-pub const FONT_FAMILY: &str = "sans-serif";
+/// A CSS font list: SVG viewers use DejaVu Sans (whose metrics laid the
+/// figure out) where installed, else their sans-serif; PNGs always use the
+/// embedded DejaVu Sans.
+pub const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
 pub const TITLE_SIZE: u32 = 24;
 pub const CAPTION_SIZE: u32 = 16;
 pub const PANEL_TITLE_SIZE: u32 = 18;
