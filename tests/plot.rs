@@ -484,7 +484,10 @@ fn bad_input_gets_a_one_line_error_naming_the_fix() {
         "panel,q2,optimal,is_full_lp,spectr,rho_star,specinfer,sd\nleft,x,1,1,1,1,1,1\n",
     )
     .unwrap();
+    let stale_fig2 = root.join("stale-fig2.csv");
+    std::fs::write(&stale_fig2, "panel,q2,optimal\nleft,0,1\n").unwrap();
     for (input, expected) in [
+        (&stale_fig2, "looks like `theory figure2` output"),
         (&empty, "is empty"),
         (&foreign, "not a specbench cells.csv"),
         (&no_runs, "holds no specbench run"),

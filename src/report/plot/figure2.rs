@@ -36,6 +36,29 @@ pub fn is_figure2_csv(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// A CSV that starts like Figure 2's but has other columns: an error that
+/// says so (rather than "not a cells.csv").
+pub fn check_not_stale(path: &Path) -> Result<()> {
+    if !path.is_file() {
+        return Ok(());
+    }
+    let Ok(mut reader) = csv::Reader::from_path(path) else {
+        return Ok(());
+    };
+    let Ok(header) = reader.headers() else {
+        return Ok(());
+    };
+    if header.get(0) == Some("panel") && !header.iter().eq(HEADER.iter().copied()) {
+        bail!(
+            "{} looks like `theory figure2` output but its columns are {} (expected {}): regenerate it with `specbench theory figure2 --out FILE.csv`",
+            path.display(),
+            header.iter().collect::<Vec<_>>().join(","),
+            HEADER.join(",")
+        );
+    }
+    Ok(())
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Row {
     q2: f64,

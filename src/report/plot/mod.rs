@@ -83,6 +83,9 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
     if inputs.is_empty() {
         bail!("give at least one run directory, cells.csv or `theory figure2` CSV");
     }
+    for input in inputs {
+        figure2::check_not_stale(input)?;
+    }
     let (theory, runs): (Vec<&PathBuf>, Vec<&PathBuf>) =
         inputs.iter().partition(|p| figure2::is_figure2_csv(p));
     let mut figures = Vec::new();
