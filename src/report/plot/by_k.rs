@@ -105,7 +105,7 @@ pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
             name,
             title: format!("{dataset}: block efficiency against the number of drafts"),
             caption: format!(
-                "{}; SD is the K = 1 point. {}.",
+                "SD is the K = 1 point; {}. {}.",
                 seeds_note(seeds),
                 settings(&in_dataset)
             ),
