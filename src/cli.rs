@@ -29,6 +29,10 @@ pub enum Command {
     /// The paper's tables (Tables 1–4, Figures 3–4 as tables) from runs,
     /// beside the published numbers.
     Report(ReportArgs),
+    /// Figures from runs (Figures 3-4 layouts, block efficiency by K,
+    /// acceptance by depth, acceptance against P*) and Figure 2 from the CSV
+    /// of `theory figure2`, as SVG and PNG.
+    Plot(PlotArgs),
     /// List the selection schemes, their parameters and the drafts they support.
     Schemes {
         /// Print JSON instead of a table.
@@ -70,6 +74,21 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Run directories (results/NAME, shard folders, merged runs), cells.csv
+    /// files, or the CSV that `theory figure2 --out FILE.csv` writes.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Folder for the figures (created if missing); default: `plots/`
+    /// inside the first input's directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Comma-separated image formats: svg, png.
+    #[arg(long, default_value = "svg,png")]
+    pub format: String,
 }
 
 #[derive(Debug, Subcommand)]

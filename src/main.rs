@@ -11,6 +11,7 @@ use specbench::cli::{
 };
 use specbench::experiment::merge::merge;
 use specbench::experiment::{Config, Overrides, RunOptions};
+use specbench::report::plot::{ImageFormat, default_plot_dir, plot};
 use specbench::report::{Format, build_report, load, pooled_vs_sd, render, summary_table};
 use specbench::select::catalogue;
 use specbench::theory::accept::{AcceptRequest, accept, parse_probabilities};
@@ -69,6 +70,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 None => print!("{text}"),
             }
+        }
+        Command::Plot(args) => {
+            let formats = ImageFormat::parse_list(&args.format).map_err(|e| format!("{e:#}"))?;
+            let out = args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_plot_dir(&args.results[0]));
+            let report = plot(&args.results, &out, &formats).map_err(|e| format!("{e:#}"))?;
+            print!("{}", report.summary());
         }
         Command::Schemes { json: as_json } => {
             let schemes = catalogue();

@@ -3,6 +3,7 @@
 //! that `plot`, `report` and `compare` share.
 
 pub mod paper_tables;
+pub mod plot;
 pub mod published;
 pub mod quality;
 pub mod render;

@@ -1,0 +1,134 @@
+//! Each scheme's mean per-node acceptance beside the optimum `P*` for the
+//! same nodes: bars for the acceptance, a black tick at `P*`, and the ratio
+//! written after each bar. The gap to the optimum is this bench's own
+//! measurement (the paper reports acceptance only for its IS scheme).
+
+use crate::experiment::metrics::CellRow;
+
+use super::Skip;
+use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat, temp_order};
+use super::figure::{Bar, Body, Figure, Panel};
+use super::style::scheme_style;
+
+pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
+    let cells: Vec<&CellRow> = rows
+        .iter()
+        .filter(|r| r.kind != "target" && r.mean_accept.is_some())
+        .collect();
+    if cells.is_empty() {
+        skipped.push(Skip::new("accept-vs-pstar", "no cell recorded mean_accept"));
+        return Vec::new();
+    }
+    let mut figures = Vec::new();
+    for dataset in in_order(cells.iter().map(|r| r.dataset.clone())) {
+        let in_dataset: Vec<&CellRow> = cells
+            .iter()
+            .copied()
+            .filter(|r| r.dataset == dataset)
+            .collect();
+        let without: Vec<String> = in_order(
+            rows.iter()
+                .filter(|r| r.dataset == dataset && r.kind != "target" && r.mean_accept.is_none())
+                .map(|r| r.scheme_label()),
+        );
+        for group in split_by_k(&in_dataset) {
+            let mut figure = acceptance_figure(&dataset, &group);
+            if !without.is_empty() {
+                figure.caption.push_str(&format!(
+                    " Not shown (no per-node acceptance recorded): {}.",
+                    without.join(", ")
+                ));
+            }
+            figures.push(figure);
+        }
+    }
+    figures
+}
+
+fn acceptance_figure(dataset: &str, group: &KGroup) -> Figure {
+    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set.clone()));
+    temp_sets.sort_by_key(|t| temp_order(t));
+    let mut seeds = 0;
+    let mut panels = Vec::new();
+    let mut missing_pstar = false;
+    for temp_set in &temp_sets {
+        let here: Vec<&CellRow> = group
+            .rows
+            .iter()
+            .copied()
+            .filter(|r| &r.temp_set == temp_set)
+            .collect();
+        let mut bars = Vec::new();
+        for (label, k) in in_order(here.iter().map(|r| (r.scheme_label(), r.k))) {
+            let cells: Vec<&CellRow> = here
+                .iter()
+                .copied()
+                .filter(|r| r.scheme_label() == label && r.k == k)
+                .collect();
+            let accept: Vec<f64> = cells.iter().filter_map(|r| r.mean_accept).collect();
+            let pstar: Vec<f64> = cells.iter().filter_map(|r| r.mean_pstar).collect();
+            let a = stat(&accept).expect("filtered on mean_accept");
+            seeds = seeds.max(a.n);
+            let p = if pstar.len() == cells.len() {
+                stat(&pstar)
+            } else {
+                None
+            };
+            missing_pstar |= p.is_none();
+            let note = match p {
+                Some(p) => format!("{:.3} = {:.1}% of P*", a.mean, 100.0 * a.mean / p.mean),
+                None => format!("{:.3} (P* not computed)", a.mean),
+            };
+            bars.push(Bar {
+                label: group.label(cells[0]),
+                style: scheme_style(&label),
+                value: a.mean,
+                err: a.se,
+                reference: p.map(|p| p.mean),
+                note,
+            });
+        }
+        panels.push(Panel {
+            title: format!("draft T = {temp_set}"),
+            x_label: "mean acceptance probability per node".into(),
+            y_label: String::new(),
+            body: Body::Bars(bars),
+            reference: None,
+            x_range: Some((0.0, 1.0)),
+            y_range: None,
+            integer_x: false,
+            percent_y: false,
+        });
+    }
+    let columns = panels.len().min(3);
+    let mut caption = format!(
+        "Bars: mean per-node acceptance of each scheme; black tick: P*, the optimal acceptance for the same nodes' draft and target laws; {}. {}.",
+        seeds_note(seeds),
+        settings(&group.rows)
+    );
+    let non_iid: Vec<&str> = ["rsd", "greedy"]
+        .into_iter()
+        .filter(|id| group.rows.iter().any(|r| r.scheme == *id))
+        .collect();
+    if !non_iid.is_empty() {
+        caption.push_str(&format!(
+            " {} {} non-i.i.d. drafts and can exceed P* (the i.i.d. optimum).",
+            non_iid.join(" and "),
+            if non_iid.len() == 1 { "draws" } else { "draw" }
+        ));
+    }
+    if missing_pstar {
+        caption.push_str(" P* is not computed for non-identical drafts with large supports.");
+    }
+    Figure {
+        name: format!("accept-vs-pstar-{dataset}{}", group.suffix()),
+        title: format!(
+            "{dataset}: acceptance against the optimum P*, {}",
+            group.title()
+        ),
+        caption,
+        legend: Vec::new(),
+        panels,
+        columns,
+    }
+}

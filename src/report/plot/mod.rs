@@ -1,0 +1,201 @@
+//! `specbench plot`: figures from finished runs (and from the CSV of
+//! `theory figure2`), as SVG and PNG. Each builder picks the figures the
+//! data supports and says why it skipped the others; `draw` renders them.
+
+pub mod acceptance;
+pub mod by_k;
+pub mod data;
+pub mod depth;
+pub mod draw;
+pub mod figure;
+pub mod figure2;
+pub mod style;
+pub mod temperature;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+pub use figure::Figure;
+
+use super::results::load;
+
+/// A figure that was not drawn, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skip {
+    pub figure: String,
+    pub reason: String,
+}
+
+impl Skip {
+    pub fn new(figure: &str, reason: impl Into<String>) -> Self {
+        Skip {
+            figure: figure.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    Svg,
+    Png,
+}
+
+impl ImageFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Svg => "svg",
+            ImageFormat::Png => "png",
+        }
+    }
+
+    /// `svg,png` → both, in that order.
+    pub fn parse_list(text: &str) -> Result<Vec<ImageFormat>> {
+        let mut formats = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let format = match part.to_ascii_lowercase().as_str() {
+                "svg" => ImageFormat::Svg,
+                "png" => ImageFormat::Png,
+                other => bail!("--format {other}: choose svg, png or svg,png"),
+            };
+            if !formats.contains(&format) {
+                formats.push(format);
+            }
+        }
+        if formats.is_empty() {
+            bail!("--format is empty: choose svg, png or svg,png");
+        }
+        Ok(formats)
+    }
+}
+
+/// The figures the inputs support, and the ones skipped with the reason.
+#[derive(Clone, Debug)]
+pub struct Figures {
+    pub figures: Vec<Figure>,
+    pub skipped: Vec<Skip>,
+}
+
+/// Builds every figure (no files written): Figure 2 from each theory CSV,
+/// the run figures from everything else, loaded together.
+pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
+    if inputs.is_empty() {
+        bail!("give at least one run directory, cells.csv or `theory figure2` CSV");
+    }
+    for input in inputs {
+        figure2::check_not_stale(input)?;
+    }
+    let (theory, runs): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        inputs.iter().partition(|p| figure2::is_figure2_csv(p));
+    let mut figures = Vec::new();
+    let mut skipped = Vec::new();
+    for (n, path) in theory.iter().enumerate() {
+        let mut figure = figure2::figure2(path)?;
+        if theory.len() > 1 {
+            figure.name = format!("fig2-{}", n + 1);
+        }
+        figures.push(figure);
+    }
+    if !runs.is_empty() {
+        let runs: Vec<PathBuf> = runs.into_iter().cloned().collect();
+        let results = load(&runs)?;
+        let rows = &results.rows;
+        figures.extend(temperature::temperature_figures(rows, &mut skipped));
+        figures.extend(by_k::by_k_figures(rows, &mut skipped));
+        figures.extend(depth::depth_figures(rows, &mut skipped));
+        figures.extend(acceptance::acceptance_figures(rows, &mut skipped));
+    } else {
+        skipped.push(Skip::new(
+            "run figures",
+            "no run directory or cells.csv given (only Figure 2 CSVs)",
+        ));
+    }
+    Ok(Figures { figures, skipped })
+}
+
+/// One figure written, in each format.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub name: String,
+    pub title: String,
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PlotReport {
+    pub written: Vec<Written>,
+    pub skipped: Vec<Skip>,
+}
+
+impl PlotReport {
+    /// What was written and what was skipped, one line each.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for w in &self.written {
+            let files: Vec<String> = w.files.iter().map(|f| f.display().to_string()).collect();
+            out.push_str(&format!(
+                "wrote {}: {} ({})\n",
+                w.name,
+                w.title,
+                files.join(", ")
+            ));
+        }
+        for s in &self.skipped {
+            out.push_str(&format!("skipped {}: {}\n", s.figure, s.reason));
+        }
+        out
+    }
+}
+
+/// Writes `NAME.svg` / `NAME.png` for every figure into `out`.
+pub fn write_figure(figure: &Figure, out: &Path, formats: &[ImageFormat]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for format in formats {
+        let path = out.join(format!("{}.{}", figure.name, format.extension()));
+        match format {
+            ImageFormat::Svg => {
+                let text = draw::svg(figure)?;
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            ImageFormat::Png => draw::png(figure, &path)?,
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// Where figures go without `--out`: `plots/` in the run directory (or in
+/// the folder of a CSV file).
+pub fn default_plot_dir(first_input: &Path) -> PathBuf {
+    let base = if first_input.is_file() {
+        first_input.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else {
+        first_input.to_path_buf()
+    };
+    base.join("plots")
+}
+
+/// `specbench plot`: builds the figures and writes them into `out`. Fails
+/// when the inputs support no figure at all (the reasons in the message).
+pub fn plot(inputs: &[PathBuf], out: &Path, formats: &[ImageFormat]) -> Result<PlotReport> {
+    let Figures { figures, skipped } = figures(inputs)?;
+    if figures.is_empty() {
+        let reasons: Vec<String> = skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.figure, s.reason))
+            .collect();
+        bail!("no figure to draw ({})", reasons.join("; "));
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut written = Vec::new();
+    for figure in &figures {
+        written.push(Written {
+            name: figure.name.clone(),
+            title: figure.title.clone(),
+            files: write_figure(figure, out, formats)?,
+        });
+    }
+    Ok(PlotReport { written, skipped })
+}

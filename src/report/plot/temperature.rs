@@ -1,0 +1,256 @@
+//! The paper's Figures 3 and 4: block efficiency and token rate as % over
+//! single-draft SD against the draft temperature, one line per scheme, per
+//! dataset. Figure 3 has identical drafts (x = their temperature), Figure 4
+//! non-identical pairs `T1:T2` (x = T2, one figure per T1).
+
+use std::collections::BTreeMap;
+
+use crate::experiment::metrics::CellRow;
+
+use super::Skip;
+use super::data::{KGroup, VsSd, in_order, seeds_note, settings, split_by_k, stat};
+use super::figure::{Figure, LegendEntry, Line, Panel, Point, Reference, Series};
+use super::style::scheme_style;
+
+const BE_LABEL: &str = "block efficiency, % over single-draft SD";
+const TR_LABEL: &str = "token rate, % over single-draft SD";
+
+/// One dataset's scheme cells against one temperature axis.
+struct Sweep<'a> {
+    name: String,
+    title: String,
+    /// The K of the multi-draft schemes (none: single-draft cells only).
+    k: Option<usize>,
+    x_label: &'static str,
+    /// `(x, row)` for every cell on this axis.
+    cells: Vec<(f64, &'a CellRow)>,
+}
+
+fn build(sweep: Sweep, vs_sd: &VsSd, skipped: &mut Vec<Skip>) -> Option<Figure> {
+    let xs = in_order(sweep.cells.iter().map(|(x, _)| x.to_bits()));
+    if xs.len() < 2 {
+        skipped.push(Skip::new(
+            &sweep.name,
+            format!(
+                "only one draft temperature ({}): a line needs at least two (add temperatures to the sweep)",
+                f64::from_bits(xs[0])
+            ),
+        ));
+        return None;
+    }
+    let rows: Vec<&CellRow> = sweep.cells.iter().map(|(_, r)| *r).collect();
+    let group = KGroup {
+        k: sweep.k,
+        split: false,
+        rows: rows.clone(),
+    };
+    let mut missing = 0;
+    // (legend label, scheme label, K) → x → seeds' (BE %, TR %).
+    type ByX = BTreeMap<i64, (f64, Vec<f64>, Vec<f64>)>;
+    let mut groups: Vec<((String, String, usize), ByX)> = Vec::new();
+    for (x, row) in &sweep.cells {
+        let Some((be, tr)) = vs_sd.of(row) else {
+            missing += 1;
+            continue;
+        };
+        let key = (group.label(row), row.scheme_label(), row.k);
+        let index = match groups.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                groups.push((key, BTreeMap::new()));
+                groups.len() - 1
+            }
+        };
+        let entry =
+            groups[index]
+                .1
+                .entry((x * 1e6).round() as i64)
+                .or_insert((*x, Vec::new(), Vec::new()));
+        entry.1.push(be);
+        entry.2.push(tr);
+    }
+    if groups.is_empty() {
+        skipped.push(Skip::new(
+            &sweep.name,
+            "no SD baseline for these cells (% over SD needs the `sd` cell of each dataset, temperature set and seed): re-run with the plan's SD cells, or give the shard that holds them too".to_string(),
+        ));
+        return None;
+    }
+    let mut seeds = 0;
+    let mut be_series = Vec::new();
+    let mut tr_series = Vec::new();
+    for ((name, label, k), by_x) in &groups {
+        let name = name.clone();
+        let style = scheme_style(label);
+        let mut be_points = Vec::new();
+        let mut tr_points = Vec::new();
+        for (x, be, tr) in by_x.values() {
+            let (be, tr) = (stat(be).expect("one seed"), stat(tr).expect("one seed"));
+            seeds = seeds.max(be.n);
+            be_points.push(Point {
+                x: *x,
+                y: be.mean,
+                err: be.se,
+            });
+            tr_points.push(Point {
+                x: *x,
+                y: tr.mean,
+                err: tr.se,
+            });
+        }
+        let line = if sweep.k.is_none_or(|main| *k == main) {
+            Line::Solid
+        } else {
+            Line::Dashed
+        };
+        let mut be = Series::new(name.clone(), style, be_points);
+        be.line = line;
+        let mut tr = Series::new(name, style, tr_points);
+        tr.line = line;
+        be_series.push(be);
+        tr_series.push(tr);
+    }
+    let reference = Some(Reference {
+        y: 0.0,
+        label: String::new(),
+    });
+    let mut be = Panel::lines("Block efficiency", sweep.x_label, BE_LABEL, be_series);
+    be.reference = reference.clone();
+    be.percent_y = true;
+    let mut tr = Panel::lines("Token rate", sweep.x_label, TR_LABEL, tr_series);
+    tr.reference = reference;
+    tr.percent_y = true;
+    let mut caption = format!(
+        "Dashed line: single-draft SD (0 %), the baseline at the same draft temperature and seed; {}. {}.",
+        seeds_note(seeds),
+        settings(&rows)
+    );
+    if missing > 0 {
+        caption.push_str(&format!(
+            " {missing} cells without an SD baseline left out."
+        ));
+    }
+    let panels = vec![be, tr];
+    let mut legend = Figure::legend_of(&panels);
+    legend.push(LegendEntry {
+        label: "SD baseline (0 %)".into(),
+        style: scheme_style("single"),
+        line: Line::Dashed,
+        marker: false,
+    });
+    Some(Figure {
+        name: sweep.name,
+        title: format!("{}, {}", sweep.title, group.title()),
+        caption,
+        legend,
+        panels,
+        columns: 2,
+    })
+}
+
+/// Figure 3 (identical drafts) and Figure 4 (pairs) for every dataset.
+pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
+    let vs_sd = VsSd::new(rows);
+    let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == "scheme").collect();
+    let mut figures = Vec::new();
+    let datasets = in_order(schemes.iter().map(|r| r.dataset.clone()));
+    let identical: Vec<&CellRow> = schemes
+        .iter()
+        .copied()
+        .filter(|r| super::data::identical_temp(&r.temp_set).is_some())
+        .collect();
+    let pairs: Vec<&CellRow> = schemes
+        .iter()
+        .copied()
+        .filter(|r| super::data::pair_temps(&r.temp_set).is_some())
+        .collect();
+    if identical.is_empty() {
+        skipped.push(Skip::new(
+            "fig3",
+            "no identical-draft cells (temperature sets without ':')",
+        ));
+    }
+    if pairs.is_empty() {
+        skipped.push(Skip::new(
+            "fig4",
+            "no non-identical draft pairs (run with --draft-temp-pairs T1:T2,…)",
+        ));
+    }
+    for dataset in &datasets {
+        let cells: Vec<(f64, &CellRow)> = identical
+            .iter()
+            .filter(|r| &r.dataset == dataset)
+            .map(|r| (super::data::identical_temp(&r.temp_set).unwrap(), *r))
+            .collect();
+        if !cells.is_empty() {
+            if !vs_sd.has_baseline(dataset) && cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
+                skipped.push(Skip::new(
+                    &format!("fig3-{dataset}"),
+                    format!("no SD baseline for {dataset} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
+                ));
+            } else {
+                for group in split_by_k(&cells.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+                    let cells = cells
+                        .iter()
+                        .filter(|(_, r)| group.rows.iter().any(|g| std::ptr::eq(*g, *r)))
+                        .copied()
+                        .collect();
+                    figures.extend(build(
+                        Sweep {
+                            name: format!("fig3-{dataset}{}", group.suffix()),
+                            title: format!("{dataset}: identical drafts"),
+                            k: group.k,
+                            x_label: "draft temperature",
+                            cells,
+                        },
+                        &vs_sd,
+                        skipped,
+                    ));
+                }
+            }
+        }
+        let pair_cells: Vec<(f64, f64, &CellRow)> = pairs
+            .iter()
+            .filter(|r| &r.dataset == dataset)
+            .map(|r| {
+                let (t1, t2) = super::data::pair_temps(&r.temp_set).unwrap();
+                (t1, t2, *r)
+            })
+            .collect();
+        for first in in_order(pair_cells.iter().map(|(t1, _, _)| t1.to_bits())) {
+            let t1 = f64::from_bits(first);
+            let cells: Vec<(f64, &CellRow)> = pair_cells
+                .iter()
+                .filter(|(a, _, _)| a.to_bits() == first)
+                .map(|(_, t2, r)| (*t2, *r))
+                .collect();
+            let name = format!("fig4-{dataset}-t1-{t1}");
+            if cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
+                skipped.push(Skip::new(
+                    &name,
+                    format!("no SD baseline for {dataset} at T1 = {t1} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
+                ));
+                continue;
+            }
+            for group in split_by_k(&cells.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+                let cells = cells
+                    .iter()
+                    .filter(|(_, r)| group.rows.iter().any(|g| std::ptr::eq(*g, *r)))
+                    .copied()
+                    .collect();
+                figures.extend(build(
+                    Sweep {
+                        name: format!("{name}{}", group.suffix()),
+                        title: format!("{dataset}: non-identical drafts, first draft T = {t1}"),
+                        k: group.k,
+                        x_label: "second draft's temperature",
+                        cells,
+                    },
+                    &vs_sd,
+                    skipped,
+                ));
+            }
+        }
+    }
+    figures
+}

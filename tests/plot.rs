@@ -1,0 +1,662 @@
+//! `specbench plot`: the figures' content read back from the SVG (titles,
+//! axis labels, legend entries, one marker per point and series, error bars
+//! only with two or more seeds), the figures skipped with their reasons,
+//! and one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use specbench::experiment::metrics::{CellRow, mean};
+use specbench::experiment::output::CellsWriter;
+use specbench::report::plot::style::{hex, scheme_style};
+use specbench::report::plot::{Figures, ImageFormat, figures, plot};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("specbench-plot-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const SCHEMES: [&str; 3] = ["specinfer", "spectr", "is"];
+const TEMPS: [&str; 3] = ["1.2", "1.6", "2.0"];
+const DEPTHS: usize = 4;
+
+/// A made-up but internally consistent cell: block efficiency and token
+/// rate depend on scheme, temperature, K and seed; the % over SD columns
+/// are left for the plot to compute when `with_vs_sd` is false.
+fn cell(kind: &str, scheme: &str, k: usize, temp_set: &str, seed: u64) -> CellRow {
+    let t: f64 = temp_set
+        .split(':')
+        .map(|t| t.parse::<f64>().unwrap())
+        .sum::<f64>();
+    // SD is 0, the schemes 1, 2, 3.
+    let s = SCHEMES
+        .iter()
+        .position(|x| *x == scheme)
+        .map_or(0.0, |i| i as f64 + 1.0);
+    let be = 1.5 + 0.1 * s + 0.2 * k as f64 - 0.1 * t + 0.05 * seed as f64;
+    let accept = 0.5 + 0.03 * s + 0.01 * seed as f64;
+    CellRow {
+        cell_id: format!("dolly/{temp_set}/K{k}/{scheme}/seed{seed}"),
+        dataset: "dolly".into(),
+        template: "dolly".into(),
+        kind: kind.into(),
+        scheme: scheme.into(),
+        k,
+        draft_len: DEPTHS,
+        temp_set: temp_set.into(),
+        target_temp: 1.0,
+        top_p: 0.95,
+        max_new_tokens: 16,
+        seed,
+        prompts: 2,
+        tokens: 32,
+        rounds: 10,
+        block_efficiency: be,
+        token_rate: 100.0 * be - 20.0 * k as f64,
+        accept_by_depth: (1..=DEPTHS)
+            .map(|d| format!("{:.4}", accept / d as f64))
+            .collect::<Vec<_>>()
+            .join(";"),
+        mean_accept: Some(accept),
+        mean_pstar: Some(accept + 0.02),
+        ..CellRow::default()
+    }
+}
+
+struct Sweep<'a> {
+    ks: &'a [usize],
+    temp_sets: &'a [&'a str],
+    seeds: &'a [u64],
+    with_sd: bool,
+}
+
+fn rows(sweep: &Sweep) -> Vec<CellRow> {
+    let mut rows = Vec::new();
+    for temp_set in sweep.temp_sets {
+        for &seed in sweep.seeds {
+            if sweep.with_sd {
+                rows.push(cell("sd", "single", 1, temp_set, seed));
+            }
+            for &k in sweep.ks {
+                for scheme in SCHEMES {
+                    rows.push(cell("scheme", scheme, k, temp_set, seed));
+                }
+            }
+        }
+    }
+    rows
+}
+
+fn write_run(dir: &Path, rows: &[CellRow]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("cells.csv");
+    let mut writer = CellsWriter::open(&path).unwrap();
+    for row in rows {
+        writer.append(row).unwrap();
+    }
+    dir.to_path_buf()
+}
+
+/// The text of every `<text>` element, unescaped.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .map(|part| {
+            let body = &part[part.find('>').unwrap() + 1..part.find("</text>").unwrap()];
+            body.trim()
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+/// Elements of a kind (`circle`, `polygon`, `rect`) filled with a colour.
+fn filled(svg: &str, element: &str, color: &str) -> usize {
+    svg.split(&format!("<{element} "))
+        .skip(1)
+        .filter(|e| e[..e.find('>').unwrap()].contains(&format!("fill=\"{color}\"")))
+        .count()
+}
+
+/// `points` of every polyline stroked with a colour at a width.
+fn polylines(svg: &str, color: &str, width: u32) -> Vec<Vec<(i32, i32)>> {
+    svg.split("<polyline ")
+        .skip(1)
+        .map(|e| &e[..e.find("/>").unwrap()])
+        .filter(|e| {
+            e.contains(&format!("stroke=\"{color}\""))
+                && e.contains(&format!("stroke-width=\"{width}\""))
+        })
+        .map(|e| {
+            let start = e.find("points=\"").unwrap() + 8;
+            let end = start + e[start..].find('"').unwrap();
+            e[start..end]
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn svg_of(out: &Path, name: &str) -> String {
+    std::fs::read_to_string(out.join(format!("{name}.svg")))
+        .unwrap_or_else(|e| panic!("{name}.svg: {e}"))
+}
+
+/// Markers of a scheme's style (circle/rect/polygon by its marker).
+fn markers(svg: &str, scheme: &str) -> usize {
+    let style = scheme_style(scheme);
+    let color = hex(style.color);
+    let element = match style.marker.name() {
+        "circle" => "circle",
+        "square" => "rect",
+        "triangle" | "diamond" => "polygon",
+        other => panic!("no filled element for {other}"),
+    };
+    filled(svg, element, &color)
+}
+
+#[test]
+fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
+    let root = scratch("fig3");
+    let run = write_run(
+        &root.join("run"),
+        &rows(&Sweep {
+            ks: &[2],
+            temp_sets: &TEMPS,
+            seeds: &[1, 2, 3],
+            with_sd: true,
+        }),
+    );
+    let out = root.join("plots");
+    let report = plot(
+        std::slice::from_ref(&run),
+        &out,
+        &[ImageFormat::Svg, ImageFormat::Png],
+    )
+    .unwrap();
+    let names: Vec<&str> = report.written.iter().map(|w| w.name.as_str()).collect();
+    assert!(names.contains(&"fig3-dolly"), "{names:?}");
+    assert!(out.join("fig3-dolly.png").is_file());
+    // One K: no block-efficiency-by-K figure, and no pairs: no Figure 4.
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.figure.as_str()).collect();
+    assert!(
+        skipped.contains(&"be-by-k") && skipped.contains(&"fig4"),
+        "{skipped:?}"
+    );
+    assert!(
+        report
+            .summary()
+            .contains("skipped fig4: no non-identical draft pairs")
+    );
+
+    let svg = svg_of(&out, "fig3-dolly");
+    // The PNG is the same picture: a PNG of the SVG's size.
+    let png = std::fs::read(out.join("fig3-dolly.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be32 = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert!(
+        svg.contains(&format!("width=\"{}\" height=\"{}\"", be32(16), be32(20))),
+        "PNG {}x{}",
+        be32(16),
+        be32(20)
+    );
+    let text = texts(&svg);
+    for expected in [
+        "dolly: identical drafts, K = 2",
+        "Block efficiency",
+        "Token rate",
+        "block efficiency, % over single-draft SD",
+        "token rate, % over single-draft SD",
+        "draft temperature",
+        "specinfer",
+        "spectr",
+        "is",
+        "SD baseline (0 %)",
+    ] {
+        assert!(
+            text.iter().any(|t| t == expected),
+            "no '{expected}' in {text:?}"
+        );
+    }
+    assert!(
+        text.iter()
+            .any(|t| t.contains("mean over 3 seeds, error bars ± 1 s.e. over seeds")),
+        "{text:?}"
+    );
+    for scheme in SCHEMES {
+        // 3 temperatures × 2 panels, plus the legend sample.
+        assert_eq!(markers(&svg, scheme), 3 * 2 + 1, "{scheme}");
+        let color = hex(scheme_style(scheme).color);
+        let lines = polylines(&svg, &color, 2);
+        // One line per panel through the 3 temperatures, plus the legend's.
+        assert_eq!(
+            lines.iter().filter(|l| l.len() == 3).count(),
+            2,
+            "{scheme}: {lines:?}"
+        );
+        // Error bars: a stem and two caps per point (3 seeds differ).
+        assert_eq!(polylines(&svg, &color, 1).len(), 3 * 3 * 2, "{scheme}");
+    }
+
+    // The numbers behind the points: % over SD, mean over seeds.
+    let Figures { figures, .. } = figures(&[run]).unwrap();
+    let fig3 = figures.iter().find(|f| f.name == "fig3-dolly").unwrap();
+    let series = &fig3.panels[0].series()[0];
+    assert_eq!(series.label, "specinfer");
+    let expected: Vec<f64> = [1, 2, 3]
+        .iter()
+        .map(|&seed| {
+            let sd = cell("sd", "single", 1, "1.6", seed).block_efficiency;
+            100.0 * (cell("scheme", "specinfer", 2, "1.6", seed).block_efficiency / sd - 1.0)
+        })
+        .collect();
+    let point = series.points.iter().find(|p| p.x == 1.6).unwrap();
+    assert!((point.y - mean(&expected)).abs() < 1e-9, "{point:?}");
+    assert!(point.err.unwrap() > 0.0);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn one_seed_draws_no_error_bars_and_says_so() {
+    let root = scratch("one-seed");
+    let run = write_run(
+        &root.join("run"),
+        &rows(&Sweep {
+            ks: &[2],
+            temp_sets: &TEMPS,
+            seeds: &[7],
+            with_sd: true,
+        }),
+    );
+    let out = root.join("plots");
+    plot(&[run], &out, &[ImageFormat::Svg]).unwrap();
+    let svg = svg_of(&out, "fig3-dolly");
+    assert!(
+        texts(&svg)
+            .iter()
+            .any(|t| t.contains("1 seed: no error bars"))
+    );
+    for scheme in SCHEMES {
+        assert_eq!(
+            polylines(&svg, &hex(scheme_style(scheme).color), 1).len(),
+            0
+        );
+    }
+    assert!(!out.join("fig3-dolly.png").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn several_k_and_pairs_give_figure4_k_figures_depth_and_pstar() {
+    let root = scratch("pairs");
+    let mut all = rows(&Sweep {
+        ks: &[2, 3],
+        temp_sets: &["1.2", "1.6"],
+        seeds: &[1, 2],
+        with_sd: true,
+    });
+    all.extend(rows(&Sweep {
+        ks: &[2, 3],
+        temp_sets: &["1.2:1.6", "1.2:2.0", "1.2:2.4"],
+        seeds: &[1, 2],
+        with_sd: true,
+    }));
+    let run = write_run(&root.join("run"), &all);
+    let out = root.join("plots");
+    let report = plot(&[run], &out, &[ImageFormat::Svg]).unwrap();
+    let names: Vec<&str> = report.written.iter().map(|w| w.name.as_str()).collect();
+    for expected in [
+        "fig3-dolly-k2",
+        "fig3-dolly-k3",
+        "fig4-dolly-t1-1.2-k2",
+        "fig4-dolly-t1-1.2-k3",
+        "be-by-k-dolly",
+        "accept-by-depth-dolly-k2",
+        "accept-vs-pstar-dolly-k3",
+    ] {
+        assert!(names.contains(&expected), "no {expected} in {names:?}");
+    }
+
+    let fig4 = svg_of(&out, "fig4-dolly-t1-1.2-k3");
+    let text = texts(&fig4);
+    assert!(text.contains(&"dolly: non-identical drafts, first draft T = 1.2, K = 3".to_string()));
+    assert!(text.contains(&"second draft's temperature".to_string()));
+    for scheme in SCHEMES {
+        assert_eq!(markers(&fig4, scheme), 3 * 2 + 1, "{scheme}");
+    }
+
+    // Block efficiency against K: two K per scheme, SD as the K = 1 point,
+    // in each of the five temperature-set panels.
+    let by_k = svg_of(&out, "be-by-k-dolly");
+    let text = texts(&by_k);
+    assert!(text.contains(&"number of drafts K".to_string()));
+    assert!(text.contains(&"block efficiency (tokens per target call)".to_string()));
+    for scheme in SCHEMES {
+        assert_eq!(markers(&by_k, scheme), 5 * 2 + 1, "{scheme}");
+    }
+    assert_eq!(markers(&by_k, "single"), 5 + 1);
+
+    // Per-depth acceptance: L points per scheme and panel.
+    let depth = svg_of(&out, "accept-by-depth-dolly-k2");
+    assert!(texts(&depth).contains(&"fraction of visited nodes accepted".to_string()));
+    for scheme in SCHEMES {
+        assert_eq!(markers(&depth, scheme), 5 * DEPTHS + 1, "{scheme}");
+    }
+
+    // Acceptance against P*: one bar per scheme and panel, the ratio noted.
+    let pstar = svg_of(&out, "accept-vs-pstar-dolly-k3");
+    let text = texts(&pstar);
+    for scheme in SCHEMES {
+        assert_eq!(
+            filled(&pstar, "rect", &hex(scheme_style(scheme).color)),
+            5,
+            "{scheme}"
+        );
+    }
+    for s in 0..=3 {
+        // Mean over seeds 1 and 2 of 0.5 + 0.03 s + 0.01 seed; P* is 0.02 more.
+        let a = 0.5 + 0.03 * s as f64 + 0.015;
+        let note = format!("{:.3} = {:.1}% of P*", a, 100.0 * a / (a + 0.02));
+        assert_eq!(text.iter().filter(|t| **t == note).count(), 5, "{note}");
+    }
+    assert!(text.contains(&"SD, K = 1".to_string()));
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn figure2_from_the_theory_csv() {
+    let root = scratch("fig2");
+    let csv = root.join("figure2.csv");
+    // A few points of each panel (values shaped like the exact ones).
+    let mut text = String::from("panel,q2,optimal,is_full_lp,spectr,rho_star,specinfer,sd\n");
+    for (panel, max) in [("left", 2.0 / 3.0), ("right", 5.0 / 6.0)] {
+        for i in 0..=8 {
+            let q2 = max * i as f64 / 8.0;
+            let sd = 1.0 - (q2 - 1.0 / 3.0).abs();
+            text.push_str(&format!(
+                "{panel},{q2},{},{},{},1.5,{},{sd}\n",
+                sd + 0.1,
+                sd + 0.1,
+                sd + 0.05,
+                sd + 0.03
+            ));
+        }
+    }
+    std::fs::write(&csv, text).unwrap();
+    let out = root.join("plots");
+    let report = plot(&[csv], &out, &[ImageFormat::Svg, ImageFormat::Png]).unwrap();
+    assert_eq!(report.written.len(), 1);
+    assert!(out.join("fig2.png").is_file());
+    let svg = svg_of(&out, "fig2");
+    let text = texts(&svg);
+    for expected in [
+        "Figure 2: acceptance probability with K = 2 identical drafts",
+        "Left panel: q = (1/3, q2, 2/3 − q2)",
+        "Right panel: q = (1/6, q2, 5/6 − q2)",
+        "acceptance probability",
+        "Optimal",
+        "IS, full pairwise LP (s = M = 3)",
+        "SpecTr",
+        "SpecInfer",
+        "SD",
+    ] {
+        assert!(
+            text.iter().any(|t| t == expected),
+            "no '{expected}' in {text:?}"
+        );
+    }
+    // Optimal: one 9-point black line per panel; SpecTr likewise.
+    for curve in ["Optimal", "SpecTr", "SpecInfer"] {
+        let lines = polylines(&svg, &hex(scheme_style(curve).color), 2);
+        assert_eq!(lines.iter().filter(|l| l.len() == 9).count(), 2, "{curve}");
+    }
+    // The full-LP markers sit exactly on the Optimal line's vertices.
+    let optimal = polylines(&svg, "#000000", 2);
+    let vertices: Vec<(i32, i32)> = optimal
+        .iter()
+        .filter(|l| l.len() == 9)
+        .flatten()
+        .copied()
+        .collect();
+    let lp_markers = filled(&svg, "polygon", &hex(scheme_style("is").color));
+    assert_eq!(lp_markers, 2 * 9 + 1);
+    for part in svg.split("<polygon ").skip(1) {
+        let e = &part[..part.find("/>").unwrap()];
+        if !e.contains(&format!("fill=\"{}\"", hex(scheme_style("is").color))) {
+            continue;
+        }
+        let start = e.find("points=\"").unwrap() + 8;
+        let pts: Vec<(i32, i32)> = e[start..start + e[start..].find('"').unwrap()]
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        // The triangle's apex is 6 px above its centre.
+        let centre = (pts[0].0, pts[0].1 + 6);
+        let on_line = vertices
+            .iter()
+            .any(|v| (v.0 - centre.0).abs() <= 1 && (v.1 - centre.1).abs() <= 1);
+        let in_legend = centre.0 > vertices.iter().map(|v| v.0).max().unwrap();
+        assert!(
+            on_line || in_legend,
+            "marker at {centre:?} off the Optimal curve"
+        );
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+fn specbench(args: &[&str]) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_gets_a_one_line_error_naming_the_fix() {
+    let root = scratch("bad");
+    let out = root.join("plots");
+    let out_arg = out.to_str().unwrap();
+    let empty = root.join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let foreign = root.join("foreign.csv");
+    std::fs::write(&foreign, "name,value\nx,1\n").unwrap();
+    let no_runs = root.join("nothing");
+    std::fs::create_dir_all(&no_runs).unwrap();
+    let bad_fig2 = root.join("bad-fig2.csv");
+    std::fs::write(
+        &bad_fig2,
+        "panel,q2,optimal,is_full_lp,spectr,rho_star,specinfer,sd\nleft,x,1,1,1,1,1,1\n",
+    )
+    .unwrap();
+    let stale_fig2 = root.join("stale-fig2.csv");
+    std::fs::write(&stale_fig2, "panel,q2,optimal\nleft,0,1\n").unwrap();
+    for (input, expected) in [
+        (&stale_fig2, "looks like `theory figure2` output"),
+        (&empty, "is empty"),
+        (&foreign, "not a specbench cells.csv"),
+        (&no_runs, "holds no specbench run"),
+        (&bad_fig2, "regenerate it with `specbench theory figure2"),
+    ] {
+        let (code, stderr) = specbench(&["plot", input.to_str().unwrap(), "--out", out_arg]);
+        assert_ne!(code, 0, "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let (code, stderr) = specbench(&["plot", no_runs.to_str().unwrap(), "--format", "jpg"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("choose svg, png"), "{stderr}");
+
+    // A run without its SD cells: the % over SD figures are skipped with the
+    // fix; alone they leave nothing to draw, which fails in one line.
+    let no_sd = write_run(
+        &root.join("no-sd"),
+        &rows(&Sweep {
+            ks: &[2],
+            temp_sets: &TEMPS,
+            seeds: &[1],
+            with_sd: false,
+        })
+        .into_iter()
+        .map(|mut r| {
+            r.accept_by_depth.clear();
+            r.mean_accept = None;
+            r
+        })
+        .collect::<Vec<_>>(),
+    );
+    let Figures {
+        figures: drawn,
+        skipped,
+    } = figures(std::slice::from_ref(&no_sd)).unwrap();
+    assert!(drawn.is_empty());
+    let reason = &skipped
+        .iter()
+        .find(|s| s.figure == "fig3-dolly")
+        .unwrap()
+        .reason;
+    assert!(
+        reason.contains("no SD baseline") && reason.contains("re-run"),
+        "{reason}"
+    );
+    let (code, stderr) = specbench(&["plot", no_sd.to_str().unwrap(), "--out", out_arg]);
+    assert_ne!(code, 0);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no SD baseline"), "{stderr}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A small real run on the synthetic models: two temperatures, K = 2 and 3,
+/// two seeds, non-identical pairs too.
+fn small_run() -> specbench::experiment::Config {
+    use specbench::experiment::Config;
+    use specbench::experiment::config::EMBEDDED_DEFAULT;
+    let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
+    config.models.synthetic.vocab = 2048;
+    config.data.datasets = vec!["dolly".into()];
+    config.data.prompts = 1;
+    config.decode.max_new_tokens = 8;
+    config.sweep.schemes = vec!["specinfer".into(), "is".into()];
+    config.sweep.drafts = vec![2, 3];
+    config.sweep.draft_temps = vec![1.2, 1.6];
+    config.sweep.draft_temp_pairs = vec![[1.2, 1.6], [1.2, 2.0]];
+    config.sweep.seeds = vec![1, 2];
+    config
+}
+
+fn run_into(out: &Path, shard: Option<(usize, usize)>) {
+    use specbench::experiment::{RunOptions, run};
+    run(&RunOptions {
+        config: small_run(),
+        config_source: "test".into(),
+        out: Some(out.to_path_buf()),
+        resume: false,
+        shard,
+        rounds_jsonl: None,
+    })
+    .unwrap();
+}
+
+/// Block-efficiency points of every figure (token rates are timings).
+fn block_efficiency_points(figures: &Figures) -> Vec<String> {
+    figures
+        .figures
+        .iter()
+        .flat_map(|f| {
+            f.panels
+                .iter()
+                .filter(|p| p.title == "Block efficiency" || p.title.starts_with("draft T"))
+                .flat_map(move |p| {
+                    p.series()
+                        .iter()
+                        .map(move |s| format!("{}|{}|{}|{:?}", f.name, p.title, s.label, s.points))
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn a_real_run_its_shards_and_their_merge_give_the_same_figures() {
+    use specbench::experiment::merge::merge;
+    use specbench::report::load;
+    let root = scratch("real");
+    let whole = root.join("whole");
+    run_into(&whole, None);
+    let shards = root.join("shards");
+    for i in 1..=2 {
+        run_into(&shards.join(format!("shard-{i}-of-2")), Some((i, 2)));
+    }
+    let merged = root.join("merged");
+    merge(
+        &[shards.join("shard-1-of-2"), shards.join("shard-2-of-2")],
+        &merged,
+    )
+    .unwrap();
+
+    let from_whole = figures(std::slice::from_ref(&whole)).unwrap();
+    let names: Vec<&str> = from_whole.figures.iter().map(|f| f.name.as_str()).collect();
+    for expected in [
+        "fig3-dolly-k2",
+        "fig3-dolly-k3",
+        // A pair is two drafts: K = 2 only, one figure.
+        "fig4-dolly-t1-1.2",
+        "be-by-k-dolly",
+        "accept-by-depth-dolly-k3",
+        "accept-vs-pstar-dolly-k2",
+    ] {
+        assert!(names.contains(&expected), "no {expected} in {names:?}");
+    }
+    let points = block_efficiency_points(&from_whole);
+    assert_eq!(
+        points,
+        block_efficiency_points(&figures(&[shards]).unwrap())
+    );
+    assert_eq!(
+        points,
+        block_efficiency_points(&figures(std::slice::from_ref(&merged)).unwrap())
+    );
+
+    // Figure 3's points are the runner's own `% over SD` columns, averaged.
+    let rows = load(std::slice::from_ref(&whole)).unwrap().rows;
+    let fig3 = from_whole
+        .figures
+        .iter()
+        .find(|f| f.name == "fig3-dolly-k3")
+        .unwrap();
+    for series in fig3.panels[0].series() {
+        for point in &series.points {
+            let seeds: Vec<f64> = rows
+                .iter()
+                .filter(|r| {
+                    r.kind == "scheme"
+                        && r.k == 3
+                        && r.scheme_label() == series.label
+                        && r.temp_set.parse::<f64>().ok() == Some(point.x)
+                })
+                .map(|r| r.block_efficiency_vs_sd_pct.unwrap())
+                .collect();
+            assert_eq!(seeds.len(), 2, "{}", series.label);
+            assert!((point.y - mean(&seeds)).abs() < 1e-9);
+        }
+    }
+    // And every figure renders from the merged run.
+    let out = root.join("plots");
+    let report = plot(&[merged], &out, &[ImageFormat::Svg]).unwrap();
+    assert_eq!(report.written.len(), from_whole.figures.len());
+    std::fs::remove_dir_all(&root).unwrap();
+}
