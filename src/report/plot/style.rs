@@ -91,17 +91,20 @@ const TEAL: RGBColor = RGBColor(0x44, 0xAA, 0x99);
 const OLIVE: RGBColor = RGBColor(0x99, 0x99, 0x33);
 const WINE: RGBColor = RGBColor(0x88, 0x22, 0x55);
 const GREY: RGBColor = RGBColor(0x77, 0x77, 0x77);
+const BROWN: RGBColor = RGBColor(0x8C, 0x56, 0x4B);
 
 /// Colours for labels outside the known table, in hash order.
-const POOL: [RGBColor; 13] = [
+const POOL: [RGBColor; 14] = [
     ORANGE, SKY, GREEN, BLUE, VERMILLION, PURPLE, ROSE, INDIGO, SAND, TEAL, OLIVE, WINE, GREY,
+    BROWN,
 ];
 
-/// Every scheme the bench ships, with a fixed look. SD is black: it is the
-/// reference line of the "% over SD" figures.
+/// Every scheme the bench ships, with a fixed look. SD is grey (as in
+/// Figure 2): it is the reference of the "% over SD" figures; black is the
+/// optimum's alone.
 const KNOWN: [(&str, RGBColor, Marker); 26] = [
-    ("single", BLACK, Marker::Circle),
-    ("sd", BLACK, Marker::Circle),
+    ("single", GREY, Marker::Circle),
+    ("sd", GREY, Marker::Circle),
     ("optimal", BLACK, Marker::Diamond),
     ("specinfer", ORANGE, Marker::Circle),
     ("spectr", SKY, Marker::Square),
@@ -120,7 +123,7 @@ const KNOWN: [(&str, RGBColor, Marker); 26] = [
     ("greedy", SAND, Marker::Diamond),
     ("ersd", ROSE, Marker::Square),
     ("ersd:tree=optimal", WINE, Marker::Triangle),
-    ("block", GREY, Marker::Square),
+    ("block", BROWN, Marker::Square),
     ("nss", GREEN, Marker::Square),
     ("sd_first", GREY, Marker::Cross),
     // Figure 2's curves.
