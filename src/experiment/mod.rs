@@ -1,7 +1,8 @@
 //! The sweep: config (TOML), plan of cells, runner, resume/shard/merge, and
-//! the files a run writes (`cells.csv`, `manifest.json`, per-round JSONL).
+//! the files a run writes (`cells.csv`, `generations.jsonl`, `manifest.json`, per-round JSONL).
 
 pub mod config;
+pub mod generations;
 pub mod manifest;
 pub mod merge;
 pub mod metrics;

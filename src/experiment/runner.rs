@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use super::config::Config;
+use super::generations::{GENERATIONS_FILE, GenerationLine, GenerationsWriter};
 use super::manifest;
 use super::metrics::{CellRow, RowContext};
 use super::output::{
@@ -132,6 +133,10 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
 
     let done: std::collections::HashSet<String> =
         existing.iter().map(|r| r.cell_id.clone()).collect();
+    // Lines of a cell killed before its cells.csv row are dropped: the cell
+    // runs again.
+    let generations_path = out_dir.join(GENERATIONS_FILE);
+    super::generations::repair(&generations_path, &done)?;
     let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id)).collect();
     let started = SystemTime::now();
     let mut manifest = manifest::build(
@@ -153,6 +158,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     write_json_atomic(&manifest_path, &manifest)?;
 
     let mut writer = CellsWriter::open(&cells_path)?;
+    let mut generations_out = GenerationsWriter::open(&generations_path)?;
     let mut rounds_out = match &options.rounds_jsonl {
         Some(path) => Some(JsonlWriter::open(path)?),
         None => None,
@@ -205,6 +211,24 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
             }
             CellKind::Target => {}
         }
+        let lines: Vec<GenerationLine> = generations
+            .iter()
+            .enumerate()
+            .map(|(i, generation)| {
+                GenerationLine::new(
+                    cell,
+                    &dataset_prompts.ids[i],
+                    i,
+                    dataset_prompts.tokens[i].len(),
+                    generation,
+                    models.tokenizer.as_ref(),
+                    context.eos,
+                )
+            })
+            .collect();
+        // Lines first, then the row: a kill between the two leaves lines
+        // that the next --resume drops (see `generations::repair`).
+        generations_out.append_cell(&lines)?;
         writer.append(&row)?;
         if let Some(out) = rounds_out.as_mut() {
             out.flush()?;
