@@ -68,7 +68,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 z: args.z,
             };
             let comparison =
-                compare_paths(&[args.base], &[args.new], &options).map_err(|e| format!("{e:#}"))?;
+                compare_paths(&args.base, &args.new, &options).map_err(|e| format!("{e:#}"))?;
             if args.json {
                 println!("{}", json(&comparison)?);
             } else {

@@ -108,7 +108,7 @@ fn a_run_against_itself_and_a_rerun_is_identical() {
     run_into(small_config("specinfer"), &a);
     run_into(small_config("specinfer"), &b);
 
-    let itself = compare_paths(&[a.clone()], &[a.clone()], &CompareOptions::default()).unwrap();
+    let itself = compare_paths(&a, &a, &CompareOptions::default()).unwrap();
     assert_eq!(itself.common_cells, 9);
     assert_eq!(itself.cells.len(), 18); // two metrics per cell
     assert!(itself.cells.iter().all(|c| c.method == Method::Identical));
@@ -117,7 +117,7 @@ fn a_run_against_itself_and_a_rerun_is_identical() {
 
     // A re-run on the CPU reproduces every token: block efficiency is
     // identical; token rate is timing and is compared paired.
-    let rerun = compare_paths(&[a.clone()], &[b.clone()], &CompareOptions::default()).unwrap();
+    let rerun = compare_paths(&a, &b, &CompareOptions::default()).unwrap();
     assert_eq!(rerun.same_tokens, 9);
     assert!(rerun.different_tokens.is_empty());
     for change in &rerun.cells {
@@ -184,7 +184,7 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
     let weak_id = "dolly/1/K2/specinfer/seed1";
     let is_weak = |id: &str| id.contains("/specinfer/");
 
-    let found = compare_paths(&[base.clone()], &[weak.clone()], &block_efficiency_only()).unwrap();
+    let found = compare_paths(&base, &weak, &block_efficiency_only()).unwrap();
     assert_eq!(found.common_cells, 9);
     let base_rows = read_rows(&base.join("cells.csv"), false).unwrap();
     for change in &found.cells {
@@ -253,8 +253,7 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
         },
         None,
     );
-    let by_errors =
-        compare_paths(&[base.clone()], &[edited.clone()], &block_efficiency_only()).unwrap();
+    let by_errors = compare_paths(&base, &edited, &block_efficiency_only()).unwrap();
     let change = by_errors.cells.iter().find(|c| c.name == weak_id).unwrap();
     assert_eq!(change.method, Method::CellStandardErrors);
     assert!((change.change_pct + 50.0).abs() < 1e-9, "{change:?}");

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -158,8 +158,8 @@ pub struct Change {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    pub base: Vec<PathBuf>,
-    pub new: Vec<PathBuf>,
+    pub base: PathBuf,
+    pub new: PathBuf,
     pub max_drop_pct: f64,
     pub z: f64,
     pub common_cells: usize,
@@ -202,16 +202,12 @@ impl Comparison {
 const CONFIG_SECTIONS: [&str; 3] = ["models", "data", "decode"];
 
 /// Loads both sides and compares them.
-pub fn compare_paths(
-    base: &[PathBuf],
-    new: &[PathBuf],
-    options: &CompareOptions,
-) -> Result<Comparison> {
-    let base_results = load(base)?;
-    let new_results = load(new)?;
+pub fn compare_paths(base: &Path, new: &Path, options: &CompareOptions) -> Result<Comparison> {
+    let base_results = load(&[base.to_path_buf()])?;
+    let new_results = load(&[new.to_path_buf()])?;
     let mut comparison = compare(&base_results, &new_results, options)?;
-    comparison.base = base.to_vec();
-    comparison.new = new.to_vec();
+    comparison.base = base.to_path_buf();
+    comparison.new = new.to_path_buf();
     Ok(comparison)
 }
 
@@ -284,8 +280,8 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
     }
     let pooled = pool(&pairs, &cells, options);
     Ok(Comparison {
-        base: Vec::new(),
-        new: Vec::new(),
+        base: PathBuf::new(),
+        new: PathBuf::new(),
         max_drop_pct: options.max_drop_pct,
         z: options.z,
         common_cells: pairs.len(),
@@ -551,17 +547,11 @@ fn change_table(out: &mut String, title: &str, changes: &[Change]) {
 /// The comparison as text: per cell, pooled per scheme, then the verdict.
 pub fn render_text(comparison: &Comparison) -> String {
     let mut out = String::new();
-    let show = |p: &[PathBuf]| {
-        p.iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     let _ = writeln!(
         out,
         "compare {} → {}: {} common cells ({} only in BASE, {} only in NEW); regression = drop > {}% and z < −{}",
-        show(&comparison.base),
-        show(&comparison.new),
+        comparison.base.display(),
+        comparison.new.display(),
         comparison.common_cells,
         comparison.only_in_base.len(),
         comparison.only_in_new.len(),
