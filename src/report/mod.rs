@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod paper_tables;
 pub mod published;
+pub mod quality;
 pub mod render;
 pub mod results;
 pub mod summary;
