@@ -145,6 +145,8 @@ fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
     // The synthetic word-hash tokenizer cannot decode: text is null.
     let lines = assert_one_generation_per_cell_and_prompt(&out);
     assert!(lines.iter().all(|l| l.text.is_none()));
+    // … so the quality columns are empty too.
+    assert!(rows.iter().all(|r| r.rouge_l.is_none() && r.bleu.is_none()));
     assert_eq!(manifest["files"]["generations"], "generations.jsonl");
 
     // Running again into the same directory needs --resume …
@@ -542,7 +544,7 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
     let mut config = Config::from_toml(&text, "tiny").unwrap();
     config.sweep.schemes = vec!["specinfer".into()];
     config.sweep.draft_temps = vec![1.2];
-    config.data.datasets = vec!["xsum".into(), "wmt18".into()];
+    config.data.datasets = vec!["xsum".into(), "dolly".into(), "wmt18".into()];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 24;
     let out = scratch("tiny-text");

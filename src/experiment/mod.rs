@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod quality_columns;
 pub mod runner;
 
 pub use config::{Config, Overrides};

@@ -58,6 +58,9 @@ struct Prompts {
     dataset: Dataset,
     ids: Vec<String>,
     tokens: Vec<Vec<u32>>,
+    /// Each prompt's reference text (XSum `summary`, WMT `en`), for the E7
+    /// quality columns; `None` for Dolly or a record without it.
+    references: Vec<Option<String>>,
     /// Prompts cut to fit the context (`DATA.md` §3).
     truncated: usize,
     /// How the rows were chosen, for the manifest.
@@ -199,6 +202,13 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
         };
         let mut row =
             CellRow::from_generations(cell, &context, &generations, began.elapsed().as_secs_f64());
+        (row.rouge_l, row.bleu) = super::quality_columns::cell_quality(
+            cell.dataset,
+            &generations,
+            &dataset_prompts.references,
+            context.eos,
+            models.tokenizer.as_ref(),
+        );
         match cell.kind {
             CellKind::Sd => {
                 row.compare_with_sd(&row.clone());
@@ -291,6 +301,13 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
             dataset,
             ids: records.iter().map(|r| r.id.clone()).collect(),
             tokens,
+            references: records
+                .iter()
+                .map(|r| {
+                    super::quality_columns::reference_field(dataset)
+                        .and_then(|field| r.fields.get(field).cloned())
+                })
+                .collect(),
             truncated,
             selection: config.data.selection().describe(),
             origin,
