@@ -26,6 +26,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Join the cells.csv of shards (`run --shard i/N`) into one directory.
     Merge(MergeArgs),
+    /// Compare two runs cell by cell: did anything change beyond noise?
+    /// Exit 0: no regression; 1: a regression (named); 2: bad input.
+    Compare(CompareArgs),
     /// The paper's tables (Tables 1–4, Figures 3–4 as tables) from runs,
     /// beside the published numbers.
     Report(ReportArgs),
@@ -258,6 +261,26 @@ pub struct MergeArgs {
     /// Directory for the merged cells.csv and manifest.json.
     #[arg(long)]
     pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory, shard directory, merged directory or cells.csv.
+    pub base: PathBuf,
+    /// The run to judge against it (same kinds of input).
+    pub new: PathBuf,
+    /// Comma-separated metrics: block_efficiency, token_rate.
+    #[arg(long, default_value = "block_efficiency,token_rate")]
+    pub metrics: String,
+    /// A drop smaller than this percentage of BASE is never a regression.
+    #[arg(long, default_value_t = 5.0)]
+    pub max_drop: f64,
+    /// A drop must also be more than Z standard errors to count.
+    #[arg(long, default_value_t = 3.0)]
+    pub z: f64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -58,6 +58,28 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 report.duplicates
             );
         }
+        Command::Compare(args) => {
+            use specbench::report::compare::{CompareOptions, Metric, compare_paths, render_text};
+            if !(args.max_drop >= 0.0 && args.z >= 0.0) {
+                return Err("--max-drop and --z must be numbers >= 0".into());
+            }
+            let options = CompareOptions {
+                metrics: Metric::parse_list(&args.metrics).map_err(|e| format!("{e:#}"))?,
+                max_drop_pct: args.max_drop,
+                z: args.z,
+            };
+            let comparison =
+                compare_paths(&args.base, &args.new, &options).map_err(|e| format!("{e:#}"))?;
+            if args.json {
+                println!("{}", json(&comparison)?);
+            } else {
+                print!("{}", render_text(&comparison));
+            }
+            if comparison.regressed() {
+                eprintln!("regressed: {}", comparison.regressions().join("; "));
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Report(args) => {
             let format = Format::parse(&args.format)?;
             let results = load(&args.results).map_err(|e| format!("{e:#}"))?;

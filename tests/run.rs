@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use specbench::experiment::config::EMBEDDED_DEFAULT;
+use specbench::experiment::generations::{GenerationLine, read_lines};
 use specbench::experiment::metrics::CellRow;
 use specbench::experiment::output::read_rows;
 use specbench::experiment::plan::Plan;
@@ -47,6 +48,39 @@ fn by_id(rows: &[CellRow]) -> BTreeMap<String, CellRow> {
     rows.iter()
         .map(|r| (r.cell_id.clone(), r.clone()))
         .collect()
+}
+
+/// Checks `generations.jsonl` against `cells.csv`: exactly one line per
+/// (cell, prompt), and per cell the same tokens and target calls as the row.
+fn assert_one_generation_per_cell_and_prompt(dir: &Path) -> Vec<GenerationLine> {
+    let rows = read_rows(&dir.join("cells.csv"), false).unwrap();
+    let lines = read_lines(&dir.join("generations.jsonl")).unwrap();
+    let mut per_cell: BTreeMap<&str, Vec<&GenerationLine>> = BTreeMap::new();
+    for line in &lines {
+        per_cell.entry(&line.cell_id).or_default().push(line);
+    }
+    assert_eq!(per_cell.len(), rows.len(), "cells with generations");
+    for row in &rows {
+        let cell = &per_cell[row.cell_id.as_str()];
+        let mut prompts: Vec<usize> = cell.iter().map(|l| l.prompt_index).collect();
+        prompts.sort();
+        assert_eq!(
+            prompts,
+            (0..row.prompts).collect::<Vec<_>>(),
+            "{}",
+            row.cell_id
+        );
+        let tokens: usize = cell.iter().map(|l| l.tokens.len()).sum();
+        let calls: usize = cell.iter().map(|l| l.target_calls).sum();
+        assert_eq!((tokens, calls), (row.tokens, row.rounds), "{}", row.cell_id);
+        let eos = cell.iter().filter(|l| l.ended_at_eos).count();
+        assert_eq!(eos, row.eos_prompts, "{}", row.cell_id);
+        assert!(
+            cell.iter()
+                .all(|l| l.dataset == row.dataset && l.seed == row.seed)
+        );
+    }
+    lines
 }
 
 fn specbench(args: &[&str]) -> Output {
@@ -108,6 +142,12 @@ fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
         .map(|r| r.rounds)
         .sum();
     assert_eq!(rounds.lines().count(), scheme_rounds);
+    // The synthetic word-hash tokenizer cannot decode: text is null.
+    let lines = assert_one_generation_per_cell_and_prompt(&out);
+    assert!(lines.iter().all(|l| l.text.is_none()));
+    // … so the quality columns are empty too.
+    assert!(rows.iter().all(|r| r.rouge_l.is_none() && r.bleu.is_none()));
+    assert_eq!(manifest["files"]["generations"], "generations.jsonl");
 
     // Running again into the same directory needs --resume …
     let again = run(&options(small_config(), &out)).unwrap_err().to_string();
@@ -167,6 +207,36 @@ fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
         before.len() < plan.cells.len(),
         "the run finished before it could be killed"
     );
+    // A kill between a cell's generation lines and its cells.csv row leaves
+    // lines of a cell that cells.csv does not list (and perhaps a cut line):
+    // made here deterministically, the resume must drop them.
+    let generations = out.join("generations.jsonl");
+    let finished: std::collections::BTreeSet<&str> =
+        before.iter().map(|r| r.cell_id.as_str()).collect();
+    let unfinished = plan
+        .cells
+        .iter()
+        .find(|c| !finished.contains(c.id.as_str()))
+        .unwrap();
+    let mut orphan: Vec<GenerationLine> = read_lines(&generations)
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.cell_id == before[0].cell_id)
+        .collect();
+    for line in &mut orphan {
+        line.cell_id = unfinished.id.clone();
+        line.tokens.push(7); // not what the cell will generate
+    }
+    let mut text = std::fs::read_to_string(&generations).unwrap();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+    }
+    for line in &orphan {
+        text += &serde_json::to_string(line).unwrap();
+        text.push('\n');
+    }
+    text += "{\"cell_id\":\"cut";
+    std::fs::write(&generations, text).unwrap();
     let resumed = specbench(&[
         "run",
         config_path.to_str().unwrap(),
@@ -189,7 +259,17 @@ fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
     // The rows written before the kill are untouched, and every cell has the
     // numbers an uninterrupted run gives (the streams are per cell and prompt).
     assert_eq!(&after[..before.len()], before.as_slice());
+    let resumed_lines = assert_one_generation_per_cell_and_prompt(&out);
     let fresh = run(&options(config, &dir.join("fresh"))).unwrap();
+    // The generations of the resumed run are those of an uninterrupted one.
+    let key = |l: &GenerationLine| (l.cell_id.clone(), l.prompt_index);
+    let mut fresh_lines = assert_one_generation_per_cell_and_prompt(&dir.join("fresh"));
+    let mut resumed_lines = resumed_lines;
+    fresh_lines.sort_by_key(key);
+    resumed_lines.sort_by_key(key);
+    for (r, f) in resumed_lines.iter().zip(&fresh_lines) {
+        assert_eq!((&r.cell_id, &r.tokens), (&f.cell_id, &f.tokens));
+    }
     let fresh = by_id(&fresh.rows);
     for row in &after {
         let f = &fresh[&row.cell_id];
@@ -227,6 +307,28 @@ fn shards_partition_the_plan_and_merge_back_to_the_full_run() {
     );
     let rows = by_id(&read_rows(&dir.join("merged/cells.csv"), false).unwrap());
     let full = by_id(&full.rows);
+    let key = |l: &GenerationLine| (l.cell_id.clone(), l.prompt_index);
+    let mut merged_lines = assert_one_generation_per_cell_and_prompt(&dir.join("merged"));
+    let mut full_lines = assert_one_generation_per_cell_and_prompt(&dir.join("full"));
+    merged_lines.sort_by_key(key);
+    full_lines.sort_by_key(key);
+    let tokens = |lines: &[GenerationLine]| {
+        lines
+            .iter()
+            .map(|l| (l.cell_id.clone(), l.prompt_id.clone(), l.tokens.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tokens(&merged_lines), tokens(&full_lines));
+    // Merging a shard twice keeps each cell's lines once.
+    let twice = specbench(&[
+        "merge",
+        dir.join("s1").to_str().unwrap(),
+        dir.join("s1").to_str().unwrap(),
+        "--out",
+        dir.join("twice").to_str().unwrap(),
+    ]);
+    assert!(twice.status.success());
+    assert_one_generation_per_cell_and_prompt(&dir.join("twice"));
     assert_eq!(
         rows.keys().collect::<Vec<_>>(),
         full.keys().collect::<Vec<_>>()
@@ -428,4 +530,60 @@ fn random_weight_opt_shapes_run_end_to_end_without_a_download() {
         assert!(!bad_dir.exists());
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = root.join("../shared/models/tiny-opt-target");
+    if !target.is_dir() {
+        eprintln!("skipped: {} is absent", target.display());
+        return;
+    }
+    let text = std::fs::read_to_string(root.join("experiments/tiny.toml")).unwrap();
+    let mut config = Config::from_toml(&text, "tiny").unwrap();
+    config.sweep.schemes = vec!["specinfer".into()];
+    config.sweep.draft_temps = vec![1.2];
+    config.data.datasets = vec!["xsum".into(), "dolly".into(), "wmt18".into()];
+    config.data.prompts = 2;
+    config.decode.max_new_tokens = 24;
+    let out = scratch("tiny-text");
+    run(&options(config, &out)).unwrap();
+    let lines = assert_one_generation_per_cell_and_prompt(&out);
+    let tokenizer = specbench::model::checkpoint::load_checkpoint(
+        target.to_str().unwrap(),
+        &Default::default(),
+    )
+    .unwrap()
+    .tokenizer
+    .unwrap();
+    use specbench::model::Tokenizer;
+    let eos = 2; // OPT's </s>
+    for line in &lines {
+        let text = line
+            .text
+            .as_deref()
+            .expect("a trained pair's text is decoded");
+        assert_eq!(
+            text,
+            tokenizer.decode(&line.tokens).unwrap(),
+            "{}",
+            line.cell_id
+        );
+        // The text is the ids' text: encoding it and decoding again gives it back.
+        let again = tokenizer.decode(&tokenizer.encode(text).unwrap()).unwrap();
+        assert_eq!(
+            again.strip_prefix("</s>").unwrap_or(&again),
+            text,
+            "{}",
+            line.cell_id
+        );
+        assert_eq!(line.ended_at_eos, line.tokens.last() == Some(&eos));
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.as_deref().unwrap().trim().len() > 3)
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }

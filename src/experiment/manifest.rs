@@ -23,6 +23,11 @@ pub fn build(
         "specbench_version": env!("CARGO_PKG_VERSION"),
         "git_revision": GIT_REVISION,
         "config_source": options.config_source,
+        "files": {
+            "cells": super::output::CELLS_FILE,
+            "generations": super::generations::GENERATIONS_FILE,
+            "rounds": options.rounds_jsonl.as_ref().map(|p| p.display().to_string()),
+        },
         "config": config,
         "models": {
             "target": models.target.info(),

@@ -1,5 +1,5 @@
-//! `specbench merge`: join the `cells.csv` of shards (or of several runs of
-//! one config) into one directory.
+//! `specbench merge`: join the `cells.csv` and `generations.jsonl` of shards
+//! (or of several runs of one config) into one directory, each cell once.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
+use super::generations::{
+    GENERATIONS_FILE, GenerationLine, GenerationsWriter, keep_cells, read_lines,
+};
 use super::metrics::CellRow;
 use super::output::{
     CELLS_FILE, CellsWriter, MANIFEST_FILE, json_differences, read_rows, write_json_atomic,
@@ -45,6 +48,8 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
     let mut seen: HashSet<String> = HashSet::new();
     let mut duplicates = 0;
     let mut sources = Vec::new();
+    let mut generations: Vec<GenerationLine> = Vec::new();
+    let mut with_generations = 0;
     for input in inputs {
         let path = cells_path(input);
         if !path.exists() {
@@ -75,12 +80,21 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
         } else {
             sources.push(json!({"cells": path.display().to_string(), "manifest": null}));
         }
+        let mut taken = HashSet::new();
         for row in read_rows(&path, false)? {
             if seen.insert(row.cell_id.clone()) {
+                taken.insert(row.cell_id.clone());
                 rows.push(row);
             } else {
                 duplicates += 1;
             }
+        }
+        // The generations of the cells this input contributed (a cell's
+        // lines come from the same input as its row).
+        let generations_path = path.with_file_name(GENERATIONS_FILE);
+        if generations_path.is_file() {
+            with_generations += 1;
+            generations.extend(keep_cells(read_lines(&generations_path)?, &taken));
         }
     }
     std::fs::create_dir_all(out_dir)
@@ -89,6 +103,9 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
     for row in &rows {
         writer.append(row)?;
     }
+    if with_generations > 0 {
+        GenerationsWriter::open(&out_dir.join(GENERATIONS_FILE))?.append_cell(&generations)?;
+    }
     write_json_atomic(
         &out_dir.join(MANIFEST_FILE),
         &json!({
@@ -96,6 +113,11 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
             "config": config.map(|(_, c)| c),
             "cells": rows.len(),
             "duplicates_dropped": duplicates,
+            "files": {
+                "cells": CELLS_FILE,
+                "generations": (with_generations > 0).then_some(GENERATIONS_FILE),
+            },
+            "generation_lines": generations.len(),
         }),
     )?;
     Ok(MergeReport {

@@ -45,6 +45,10 @@ pub struct CellRow {
     pub fallbacks: usize,
     pub select_us_per_token: Option<f64>,
     pub eos_prompts: usize,
+    /// E7: mean over prompts of ROUGE-L F against XSum's `summary`.
+    pub rouge_l: Option<f64>,
+    /// E7: corpus BLEU (13a, 0–1) over the cell's prompts against WMT's `en`.
+    pub bleu: Option<f64>,
     pub gen_seconds: f64,
     pub wall_seconds: f64,
 }
@@ -149,6 +153,8 @@ impl CellRow {
             select_us_per_token: (!all_rounds.is_empty())
                 .then(|| selection * 1e6 / tokens.max(1) as f64),
             eos_prompts,
+            rouge_l: None,
+            bleu: None,
             gen_seconds: seconds,
             wall_seconds,
         }

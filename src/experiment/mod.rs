@@ -1,13 +1,15 @@
 //! The sweep: config (TOML), plan of cells, runner, resume/shard/merge, and
-//! the files a run writes (`cells.csv`, `manifest.json`, per-round JSONL).
+//! the files a run writes (`cells.csv`, `generations.jsonl`, `manifest.json`, per-round JSONL).
 
 pub mod config;
+pub mod generations;
 pub mod manifest;
 pub mod merge;
 pub mod metrics;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod quality_columns;
 pub mod runner;
 
 pub use config::{Config, Overrides};

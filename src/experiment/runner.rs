@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use super::config::Config;
+use super::generations::{GENERATIONS_FILE, GenerationLine, GenerationsWriter};
 use super::manifest;
 use super::metrics::{CellRow, RowContext};
 use super::output::{
@@ -57,6 +58,9 @@ struct Prompts {
     dataset: Dataset,
     ids: Vec<String>,
     tokens: Vec<Vec<u32>>,
+    /// Each prompt's reference text (XSum `summary`, WMT `en`), for the E7
+    /// quality columns; `None` for Dolly or a record without it.
+    references: Vec<Option<String>>,
     /// Prompts cut to fit the context (`DATA.md` §3).
     truncated: usize,
     /// How the rows were chosen, for the manifest.
@@ -132,6 +136,10 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
 
     let done: std::collections::HashSet<String> =
         existing.iter().map(|r| r.cell_id.clone()).collect();
+    // Lines of a cell killed before its cells.csv row are dropped: the cell
+    // runs again.
+    let generations_path = out_dir.join(GENERATIONS_FILE);
+    super::generations::repair(&generations_path, &done)?;
     let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.id)).collect();
     let started = SystemTime::now();
     let mut manifest = manifest::build(
@@ -153,6 +161,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     write_json_atomic(&manifest_path, &manifest)?;
 
     let mut writer = CellsWriter::open(&cells_path)?;
+    let mut generations_out = GenerationsWriter::open(&generations_path)?;
     let mut rounds_out = match &options.rounds_jsonl {
         Some(path) => Some(JsonlWriter::open(path)?),
         None => None,
@@ -193,6 +202,13 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
         };
         let mut row =
             CellRow::from_generations(cell, &context, &generations, began.elapsed().as_secs_f64());
+        (row.rouge_l, row.bleu) = super::quality_columns::cell_quality(
+            cell.dataset,
+            &generations,
+            &dataset_prompts.references,
+            context.eos,
+            models.tokenizer.as_ref(),
+        );
         match cell.kind {
             CellKind::Sd => {
                 row.compare_with_sd(&row.clone());
@@ -205,6 +221,24 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
             }
             CellKind::Target => {}
         }
+        let lines: Vec<GenerationLine> = generations
+            .iter()
+            .enumerate()
+            .map(|(i, generation)| {
+                GenerationLine::new(
+                    cell,
+                    &dataset_prompts.ids[i],
+                    i,
+                    dataset_prompts.tokens[i].len(),
+                    generation,
+                    models.tokenizer.as_ref(),
+                    context.eos,
+                )
+            })
+            .collect();
+        // Lines first, then the row: a kill between the two leaves lines
+        // that the next --resume drops (see `generations::repair`).
+        generations_out.append_cell(&lines)?;
         writer.append(&row)?;
         if let Some(out) = rounds_out.as_mut() {
             out.flush()?;
@@ -267,6 +301,13 @@ fn load_prompts(config: &Config, models: &ModelPair) -> Result<Vec<Prompts>> {
             dataset,
             ids: records.iter().map(|r| r.id.clone()).collect(),
             tokens,
+            references: records
+                .iter()
+                .map(|r| {
+                    super::quality_columns::reference_field(dataset)
+                        .and_then(|field| r.fields.get(field).cloned())
+                })
+                .collect(),
             truncated,
             selection: config.data.selection().describe(),
             origin,

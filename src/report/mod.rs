@@ -1,7 +1,8 @@
 //! Reading result directories back: the summary tables of a run, the
 //! paper's tables beside the published numbers (`report`), and the loader
-//! that `plot`, `report` and `compare` share.
+//! that `plot`, `report` and `compare` share; `compare` itself.
 
+pub mod compare;
 pub mod paper_tables;
 pub mod plot;
 pub mod published;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::experiment::generations::{GENERATIONS_FILE, GenerationLine, keep_cells, read_lines};
 use crate::experiment::metrics::CellRow;
 use crate::experiment::output::{CELLS_FILE, MANIFEST_FILE, header, read_rows};
 
@@ -16,6 +17,8 @@ use crate::experiment::output::{CELLS_FILE, MANIFEST_FILE, header, read_rows};
 pub struct Source {
     pub cells: PathBuf,
     pub manifest: Option<serde_json::Value>,
+    /// Whether a `generations.jsonl` lay beside the `cells.csv`.
+    pub has_generations: bool,
 }
 
 impl Source {
@@ -33,6 +36,9 @@ impl Source {
 #[derive(Clone, Debug)]
 pub struct Results {
     pub rows: Vec<CellRow>,
+    /// The per-prompt lines of the kept cells (from the same input as the
+    /// cell's row), where the input had a `generations.jsonl`.
+    pub generations: Vec<GenerationLine>,
     pub sources: Vec<Source>,
     /// Cells found again in a later input and dropped.
     pub duplicates: usize,
@@ -137,6 +143,7 @@ pub fn load(inputs: &[PathBuf]) -> Result<Results> {
         bail!("give at least one run directory or cells.csv (e.g. results/default)");
     }
     let mut rows = Vec::new();
+    let mut generations = Vec::new();
     let mut sources = Vec::new();
     let mut seen = HashSet::new();
     let mut duplicates = 0;
@@ -150,21 +157,30 @@ pub fn load(inputs: &[PathBuf]) -> Result<Results> {
                     cells.display()
                 );
             }
+            let mut taken = HashSet::new();
             for row in read {
                 if seen.insert(row.cell_id.clone()) {
+                    taken.insert(row.cell_id.clone());
                     rows.push(row);
                 } else {
                     duplicates += 1;
                 }
             }
+            let generations_path = cells.with_file_name(GENERATIONS_FILE);
+            let has_generations = generations_path.is_file();
+            if has_generations {
+                generations.extend(keep_cells(read_lines(&generations_path)?, &taken));
+            }
             sources.push(Source {
                 manifest: read_manifest(&cells)?,
                 cells,
+                has_generations,
             });
         }
     }
     Ok(Results {
         rows,
+        generations,
         sources,
         duplicates,
     })
