@@ -7,7 +7,7 @@ use specbench::dist::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::optimal::global::{GlobalResolution, GrSettings};
 use specbench::select::optimal::lp::pstar_lp;
-use specbench::select::optimal::{Optimal, pstar_iid};
+use specbench::select::optimal::{Optimal, OptimalMode, pstar_iid};
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::exact_outcome;
 use specbench::verify::instances::{Special, small_instance};
@@ -54,7 +54,7 @@ fn grouping_under_a_small_set_budget_stays_exact_and_is_counted() {
             set_budget: 4,
             ..GrSettings::default()
         },
-        paper: false,
+        mode: OptimalMode::Luce,
     };
     let mut fallbacks = 0;
     for i in 0..60 {
@@ -132,7 +132,7 @@ fn paper_mode_marginal_error_is_bounded_by_the_achieved_gradients() {
         };
         let scheme = Optimal {
             settings,
-            paper: true,
+            mode: OptimalMode::Paper,
         };
         let exact = exact_outcome(&scheme, &inst.p, &inst.drafts()).unwrap();
         let error: f64 = exact
@@ -174,7 +174,7 @@ fn paper_mode_at_convergence_has_marginal_p_and_acceptance_pstar() {
     let p = Dist::new(vec![0.4, 0.3, 0.2, 0.1]).unwrap();
     let q = Dist::new(vec![0.1, 0.2, 0.3, 0.4]).unwrap();
     let scheme = Optimal {
-        paper: true,
+        mode: OptimalMode::Paper,
         ..Optimal::default()
     };
     let exact = exact_outcome(&scheme, &p, &Drafts::identical(&q, 2)).unwrap();
@@ -210,7 +210,7 @@ fn paper_mode_sampling_agrees_with_its_conditional_law() {
     let p = Dist::new(vec![0.35, 0.25, 0.2, 0.1, 0.1]).unwrap();
     let q = Dist::new(vec![0.05, 0.15, 0.3, 0.5, 0.0]).unwrap();
     let scheme = Optimal {
-        paper: true,
+        mode: OptimalMode::Paper,
         ..Optimal::default()
     };
     let drafts = Drafts::identical(&q, 2);

@@ -101,7 +101,7 @@ fn bench_cell(
 ) -> OptimalRow {
     let scheme = Optimal {
         settings: options.settings,
-        paper: false,
+        mode: crate::select::optimal::OptimalMode::Luce,
     };
     let mut times = Vec::new();
     let mut race_times = Vec::new();

@@ -6,8 +6,8 @@ use super::baselines::{Nss, SdFirst};
 use super::block::Block;
 use super::greedy::Greedy;
 use super::importance::{DEFAULT_ALPHABET, DEFAULT_LP, ImportanceSampling};
-use super::optimal::Optimal;
 use super::optimal::global::{DEFAULT_SET_BUDGET, DEFAULT_TOLERANCE, GrSettings};
+use super::optimal::{Optimal, OptimalMode};
 use super::race::Ersd;
 use super::rsd::Rsd;
 use super::single::Single;
@@ -159,8 +159,8 @@ pub fn catalogue() -> Vec<SchemeInfo> {
                 },
                 ParamInfo {
                     name: "mode",
-                    default: "exact".into(),
-                    help: "exact (two-step, output law p) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
+                    default: "window".into(),
+                    help: "window (max-coordinate windows: P* at every node, exact), luce (Global Resolution exact mode; groups tokens above the set budget and gives acceptance away) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
                 },
             ],
             both,
@@ -316,10 +316,15 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
             if set_budget == 0 {
                 return fail("optimal:sets=0: the set budget must be at least 1");
             }
-            let paper = match get("mode") {
-                None | Some("exact") => false,
-                Some("paper") => true,
-                Some(v) => return fail(format!("optimal:mode={v}: mode must be exact or paper")),
+            let mode = match get("mode") {
+                None | Some("window") | Some("exact") => OptimalMode::Window,
+                Some("luce") => OptimalMode::Luce,
+                Some("paper") => OptimalMode::Paper,
+                Some(v) => {
+                    return fail(format!(
+                        "optimal:mode={v}: mode must be window (default), luce or paper"
+                    ));
+                }
             };
             Box::new(Optimal {
                 settings: GrSettings {
@@ -327,7 +332,7 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
                     set_budget,
                     ..GrSettings::default()
                 },
-                paper,
+                mode,
             })
         }
         other => {

@@ -12,6 +12,7 @@ pub mod global;
 pub mod lp;
 pub mod luce;
 pub mod oracle;
+pub mod window;
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,7 @@ use crate::dist::Dist;
 use super::flow::{EdgeId, FlowNetwork};
 use super::{DraftLaw, Drafts, SchemeError, too_large};
 
-pub use oracle::Optimal;
+pub use oracle::{Optimal, OptimalMode};
 
 /// Most input tuples any enumeration here will visit.
 pub const TUPLE_LIMIT: usize = 2_000_000;

@@ -21,15 +21,27 @@ use super::super::specinfer::SpecInfer;
 use super::super::two_step::{SelectionRule, TwoStep};
 use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab};
 use super::global::{GlobalResolution, GrSettings};
+use super::window::WindowRule;
 use super::{SetMasses, input_set, pstar_flow};
+
+/// How identical drafts are served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OptimalMode {
+    /// The window construction ([`super::window`]): `P*` at every node, exact.
+    #[default]
+    Window,
+    /// Global Resolution in exact mode with grouped Luce items above the
+    /// set budget: exact, but gives acceptance away on large supports.
+    Luce,
+    /// Global Resolution's own sampling slice (with rejection onto the
+    /// outer residual): law `p` only at exact convergence without grouping.
+    Paper,
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Optimal {
     pub settings: GrSettings,
-    /// Identical drafts run Global Resolution's own sampling slice (with
-    /// rejection onto the outer residual) instead of exact mode. Its output
-    /// law is `p` only at exact convergence without grouping.
-    pub paper: bool,
+    pub mode: OptimalMode,
 }
 
 impl Scheme for Optimal {
@@ -40,8 +52,10 @@ impl Scheme for Optimal {
     fn label(&self) -> String {
         let defaults = GrSettings::default();
         let mut label = self.id().to_string();
-        if self.paper {
-            label.push_str(":mode=paper");
+        match self.mode {
+            OptimalMode::Window => {}
+            OptimalMode::Luce => label.push_str(":mode=luce"),
+            OptimalMode::Paper => label.push_str(":mode=paper"),
         }
         if self.settings.set_budget != defaults.set_budget {
             label.push_str(&format!(":sets={}", self.settings.set_budget));
@@ -65,9 +79,17 @@ impl Scheme for Optimal {
                 q: drafts.law(0),
             }));
         }
+        if drafts.is_identical() && self.mode == OptimalMode::Window {
+            let rule = WindowRule::prepare(p, drafts.law(0), drafts.k());
+            let fallback = rule.gap() > self.settings.tolerance;
+            return Ok(Box::new(WindowNode {
+                two_step: TwoStep { p, rule },
+                fallback,
+            }));
+        }
         if drafts.is_identical() {
             let rule = GlobalResolution::prepare(p, drafts.law(0), drafts.k(), &self.settings);
-            if self.paper {
+            if self.mode == OptimalMode::Paper {
                 let fallback = rule.stats.paper_error > self.settings.tolerance;
                 return Ok(Box::new(GrPaperNode {
                     rule,
@@ -89,6 +111,29 @@ impl Scheme for Optimal {
             Err(e) if e.too_large => Ok(Box::new(Fallback(SpecInfer.prepare(p, drafts)?))),
             Err(e) => Err(e),
         }
+    }
+}
+
+struct WindowNode<'a> {
+    two_step: TwoStep<'a, WindowRule>,
+    fallback: bool,
+}
+
+impl Prepared for WindowNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
+    }
+
+    fn selection_acceptance(&self) -> Option<f64> {
+        Some(self.two_step.rule.selection_acceptance)
+    }
+
+    fn fallback(&self) -> bool {
+        self.fallback
     }
 }
 

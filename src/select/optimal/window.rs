@@ -1,0 +1,425 @@
+//! `optimal` for K i.i.d. drafts at zero gap to `P*`, at any support: a
+//! max-coordinate selection rule built by the window construction, run
+//! through the two-step sampler.
+//!
+//! 1. **Cut.** `h_star` orders `q`'s support by `p/q` ascending and gives
+//!    the minimising prefix `S*` (inner), `c = q(S*)`. At the optimum every
+//!    input tuple with a draft outside `S*` outputs an outer token (mass
+//!    `1 − c^K`), the rest an inner one (`c^K`).
+//! 2. **Targets.** Outer tokens `x = min(p, λq)` summing to `1 − c^K`; inner
+//!    `x = max(p, μq)` summing to `c^K` (water-filling on the sorted ratios).
+//!    Then `Σ min(p, x) = p(S*) + 1 − c^K = P*`.
+//! 3. **Max-coordinate rule.** Token `a` owns pieces of `[0, 1]` of total
+//!    length `q_a` (outer tokens in `[c, 1]`, inner in `[0, c]`); a draw of
+//!    `a` takes a uniform point of its pieces, so the K coordinates are
+//!    i.i.d. uniform and the draft with the largest one is chosen. A piece
+//!    `[lo, hi]` then wins with probability `hi^K − lo^K`.
+//! 4. **Windows.** Within a region, atoms in ascending `x/q` each take the
+//!    `q_a` of free length just below a top end `u` in the topmost free
+//!    segment, `u` chosen so that the window's winning mass is `x_a`.
+//!
+//! Why a root exists: placing a window of exact mass leaves the remaining
+//! targets in the base polytope of the remaining free space. With ascending
+//! `x/q` and the top as front, the window just above the previous atom's
+//! has mass ≤ `x_a` (all free space below it lies below the previous
+//! window, whose density `x_prev/q_prev ≤ x_a/q_a`), and the topmost window
+//! has mass ≥ `x_a` by the polytope inequality; the mass is increasing in
+//! `u`, so the root lies in the front segment. In floating point an atom
+//! may miss its bracket by rounding (tiny `q`): its `u` is then clamped to
+//! the bracket. Exactness never depends on the root: `p_I` is recomputed
+//! from the pieces actually placed (step 5), so the output law is `p` and
+//! only the acceptance can fall short of `P*`, by the rounding.
+
+use crate::dist::Dist;
+use crate::rng::SpecRng;
+
+use super::super::two_step::SelectionRule;
+use super::global::h_star;
+
+/// `hi^K − lo^K` without cancellation: `(hi − lo)·Σ_j hi^j lo^(K−1−j)`.
+fn winning_mass(lo: f64, hi: f64, k: usize) -> f64 {
+    let mut sum = 0.0;
+    let mut hi_power = 1.0;
+    for j in 0..k {
+        sum += hi_power * lo.powi((k - 1 - j) as i32);
+        hi_power *= hi;
+    }
+    (hi - lo) * sum
+}
+
+/// The solved rule at one node.
+#[derive(Clone, Debug)]
+pub struct WindowRule {
+    k: usize,
+    /// Tokens of `q`'s support, sorted, with their pieces' range in `pieces`.
+    tokens: Vec<(u32, usize, usize)>,
+    pieces: Vec<(f64, f64)>,
+    /// Each token's total piece length (`q_a` up to rounding).
+    lengths: Vec<f64>,
+    /// `p_I` aligned with `tokens`, from the placed pieces.
+    intermediate: Vec<f64>,
+    /// `Σ min(p, p_I)`.
+    pub selection_acceptance: f64,
+    /// `P*` (from `h_star`).
+    pub pstar: f64,
+}
+
+/// Free space of a region: disjoint segments, ascending.
+struct Free {
+    segments: Vec<(f64, f64)>,
+}
+
+impl Free {
+    /// The window of length `len` with top `u` in the topmost segment: its
+    /// parts, top first.
+    fn window(&self, u: f64, len: f64) -> Vec<(f64, f64)> {
+        let mut parts = Vec::new();
+        let mut remaining = len;
+        let mut top = u;
+        // What rounding leaves of the length is not a part: a zero-width
+        // part would put the window's bottom (and Newton's slope) far below.
+        // (The residue of `u − (u − len)` is an ulp of `u`, not of `len`.)
+        let negligible = 4.0 * f64::EPSILON * u.max(len);
+        for &(lo, hi) in self.segments.iter().rev() {
+            if remaining <= negligible {
+                break;
+            }
+            let hi = hi.min(top);
+            if hi <= lo {
+                continue;
+            }
+            let part_lo = (hi - remaining).max(lo);
+            if part_lo < hi {
+                parts.push((part_lo, hi));
+                remaining -= hi - part_lo;
+            }
+            top = lo;
+        }
+        parts
+    }
+
+    /// Removes the parts of a window (top first) from the free space.
+    fn take(&mut self, parts: &[(f64, f64)]) {
+        let mut next = Vec::with_capacity(self.segments.len() + 1);
+        for &(lo, hi) in &self.segments {
+            // Parts lie inside segments; split each segment around them.
+            let mut pieces = vec![(lo, hi)];
+            for &(a, b) in parts {
+                pieces = pieces
+                    .into_iter()
+                    .flat_map(|(l, h)| {
+                        if b <= l || a >= h {
+                            vec![(l, h)]
+                        } else {
+                            let mut kept = Vec::new();
+                            if a > l {
+                                kept.push((l, a));
+                            }
+                            if b < h {
+                                kept.push((b, h));
+                            }
+                            kept
+                        }
+                    })
+                    .collect();
+            }
+            next.extend(pieces.into_iter().filter(|(l, h)| h > l));
+        }
+        self.segments = next;
+    }
+
+    fn total(&self) -> f64 {
+        self.segments.iter().map(|(l, h)| h - l).sum()
+    }
+}
+
+/// Places the atoms `(index, q, x)` of one region (already in ascending
+/// `x/q`) into `[lo, hi]`; returns each atom's pieces.
+fn place(
+    region: (f64, f64),
+    atoms: &[(usize, f64, f64)],
+    k: usize,
+) -> Vec<(usize, Vec<(f64, f64)>)> {
+    let mut free = Free {
+        segments: if region.1 > region.0 {
+            vec![region]
+        } else {
+            Vec::new()
+        },
+    };
+    let mut placed = Vec::with_capacity(atoms.len());
+    for (n, &(index, len, target)) in atoms.iter().enumerate() {
+        if free.segments.is_empty() {
+            placed.push((index, Vec::new()));
+            continue;
+        }
+        if n + 1 == atoms.len() {
+            // The last atom takes what is left, so the pieces tile [0, 1].
+            placed.push((index, free.segments.clone()));
+            free.segments.clear();
+            continue;
+        }
+        let &(top_lo, top_hi) = free.segments.last().expect("non-empty");
+        let below: f64 = free.total() - (top_hi - top_lo);
+        let mut low = top_lo.max(top_lo + len - below).min(top_hi);
+        let mut high = top_hi;
+        // Safeguarded Newton from the right on the increasing mass m(u).
+        let mut u = high;
+        for _ in 0..200 {
+            let parts = free.window(u, len);
+            let m: f64 = parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum();
+            let bottom = parts.last().map_or(u, |p| p.0);
+            let slope = k as f64 * (u.powi(k as i32 - 1) - bottom.powi(k as i32 - 1));
+            if (m - target).abs() <= slope.abs() * f64::EPSILON * u.max(f64::MIN_POSITIVE) {
+                break;
+            }
+            if m > target {
+                high = u;
+            } else {
+                low = u;
+            }
+            if high - low <= f64::EPSILON * high {
+                break;
+            }
+            let newton = u - (m - target) / slope;
+            u = if slope > 0.0 && newton > low && newton < high {
+                newton
+            } else {
+                0.5 * (low + high)
+            };
+        }
+        let parts = free.window(u, len);
+        free.take(&parts);
+        placed.push((index, parts));
+    }
+    placed
+}
+
+/// `λ` with `Σ min(p_a, λ q_a) = total` over atoms in ascending `p/q`.
+fn water_level_min(atoms: &[(f64, f64)], total: f64) -> f64 {
+    // Atoms 0..j contribute p (ratio ≤ λ), the rest λ q.
+    let mut p_below = 0.0;
+    let mut q_above: f64 = atoms.iter().map(|a| a.1).sum();
+    for &(p, q) in atoms {
+        let lambda = (total - p_below) / q_above;
+        if lambda * q <= p {
+            return lambda;
+        }
+        p_below += p;
+        q_above -= q;
+    }
+    f64::INFINITY
+}
+
+/// `μ` with `Σ max(p_a, μ q_a) = total` over atoms in ascending `p/q`.
+fn water_level_max(atoms: &[(f64, f64)], total: f64) -> f64 {
+    // Atoms 0..j contribute μ q (ratio ≤ μ), the rest p.
+    let mut q_below = 0.0;
+    let mut p_above: f64 = atoms.iter().map(|a| a.0).sum();
+    let mut mu = 0.0;
+    for (j, &(p, q)) in atoms.iter().enumerate() {
+        q_below += q;
+        p_above -= p;
+        mu = (total - p_above) / q_below;
+        let next_ratio = atoms.get(j + 1).map_or(f64::INFINITY, |&(p, q)| p / q);
+        if mu <= next_ratio {
+            return mu;
+        }
+    }
+    mu
+}
+
+impl WindowRule {
+    pub fn prepare(p: &Dist, q: &Dist, k: usize) -> Self {
+        let (order, inner_len, pstar) = h_star(p, q, k);
+        let c: f64 = order[..inner_len]
+            .iter()
+            .map(|&x| q.get(x))
+            .sum::<f64>()
+            .min(1.0);
+        let ck = c.powi(k as i32);
+        let pq = |x: u32| (p.get(x), q.get(x));
+        let inner: Vec<(f64, f64)> = order[..inner_len].iter().map(|&x| pq(x)).collect();
+        let outer: Vec<(f64, f64)> = order[inner_len..].iter().map(|&x| pq(x)).collect();
+        let lambda = water_level_min(&outer, 1.0 - ck);
+        let mu = water_level_max(&inner, ck);
+        let mut atoms_outer: Vec<(usize, f64, f64)> = outer
+            .iter()
+            .enumerate()
+            .map(|(i, &(p, q))| (inner_len + i, q, p.min(lambda * q)))
+            .collect();
+        let mut atoms_inner: Vec<(usize, f64, f64)> = inner
+            .iter()
+            .enumerate()
+            .map(|(i, &(p, q))| (i, q, p.max(mu * q)))
+            .collect();
+        // Ascending x/q, ties by position. One division per atom: a single
+        // key is a total order, where cross-multiplied comparisons are not
+        // (rounding makes them intransitive at the water levels' ties).
+        let by_density = |atoms: &mut Vec<(usize, f64, f64)>| {
+            atoms.sort_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)).then(a.0.cmp(&b.0)));
+        };
+        by_density(&mut atoms_outer);
+        by_density(&mut atoms_inner);
+        let mut by_position: Vec<Vec<(f64, f64)>> = vec![Vec::new(); order.len()];
+        for (index, parts) in
+            place((c, 1.0), &atoms_outer, k)
+                .into_iter()
+                .chain(place((0.0, c), &atoms_inner, k))
+        {
+            by_position[index] = parts.into_iter().filter(|(l, h)| h > l).collect();
+        }
+        let mut tokens: Vec<(u32, usize)> = order.iter().copied().zip(0..).collect();
+        tokens.sort_unstable();
+        let mut rule = WindowRule {
+            k,
+            tokens: Vec::with_capacity(tokens.len()),
+            pieces: Vec::new(),
+            lengths: Vec::with_capacity(tokens.len()),
+            intermediate: Vec::with_capacity(tokens.len()),
+            selection_acceptance: 0.0,
+            pstar,
+        };
+        for (token, position) in tokens {
+            let parts = &by_position[position];
+            let start = rule.pieces.len();
+            rule.pieces.extend(parts.iter().copied());
+            rule.tokens.push((token, start, rule.pieces.len()));
+            rule.lengths.push(parts.iter().map(|(l, h)| h - l).sum());
+            let mass: f64 = parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum();
+            rule.intermediate.push(mass);
+            rule.selection_acceptance += p.get(token).min(mass);
+        }
+        rule
+    }
+
+    fn position(&self, token: u32) -> Option<usize> {
+        self.tokens.binary_search_by_key(&token, |t| t.0).ok()
+    }
+
+    fn pieces_of(&self, position: usize) -> &[(f64, f64)] {
+        let (_, start, end) = self.tokens[position];
+        &self.pieces[start..end]
+    }
+
+    /// A draw's coordinate: a piece with probability length / total, then a
+    /// uniform point in it.
+    fn coordinate(&self, position: usize, rng: &mut SpecRng) -> f64 {
+        let pieces = self.pieces_of(position);
+        let total = self.lengths[position];
+        let mut at = rng.uniform() * total;
+        for &(lo, hi) in pieces {
+            if at < hi - lo {
+                return lo + at;
+            }
+            at -= hi - lo;
+        }
+        pieces.last().map_or(0.0, |p| p.1)
+    }
+
+    /// `Pr[draft i has the largest coordinate]` for every draft, exactly:
+    /// the coordinates' CDFs are piecewise linear, so over each interval
+    /// between piece ends the integrand is a polynomial.
+    fn win_probabilities(&self, inputs: &[u32]) -> Vec<f64> {
+        let positions: Vec<Option<usize>> = inputs.iter().map(|&x| self.position(x)).collect();
+        let mut cuts: Vec<f64> = vec![0.0, 1.0];
+        for position in positions.iter().flatten() {
+            for &(lo, hi) in self.pieces_of(*position) {
+                cuts.push(lo);
+                cuts.push(hi);
+            }
+        }
+        cuts.sort_by(f64::total_cmp);
+        cuts.dedup();
+        let density = |position: Option<usize>, a: f64, b: f64| -> f64 {
+            let Some(position) = position else { return 0.0 };
+            let mid = 0.5 * (a + b);
+            let inside = self
+                .pieces_of(position)
+                .iter()
+                .any(|&(lo, hi)| lo <= mid && mid < hi);
+            if inside && self.lengths[position] > 0.0 {
+                1.0 / self.lengths[position]
+            } else {
+                0.0
+            }
+        };
+        let n = inputs.len();
+        let mut cdf_at = vec![0.0; n];
+        let mut wins = vec![0.0; n];
+        for window in cuts.windows(2) {
+            let (a, b) = (window[0], window[1]);
+            let width = b - a;
+            let slopes: Vec<f64> = positions.iter().map(|&pos| density(pos, a, b)).collect();
+            for i in 0..n {
+                if slopes[i] == 0.0 {
+                    continue;
+                }
+                // ∫_0^width slope_i Π_{j≠i} (F_j(a) + slope_j t) dt.
+                let mut poly = vec![1.0];
+                for j in (0..n).filter(|&j| j != i) {
+                    let mut next = vec![0.0; poly.len() + 1];
+                    for (d, c) in poly.iter().enumerate() {
+                        next[d] += c * cdf_at[j];
+                        next[d + 1] += c * slopes[j];
+                    }
+                    poly = next;
+                }
+                let integral: f64 = poly
+                    .iter()
+                    .enumerate()
+                    .map(|(d, c)| c * width.powi(d as i32 + 1) / (d + 1) as f64)
+                    .sum();
+                wins[i] += slopes[i] * integral;
+            }
+            for j in 0..n {
+                cdf_at[j] = (cdf_at[j] + slopes[j] * width).min(1.0);
+            }
+        }
+        wins
+    }
+}
+
+impl SelectionRule for WindowRule {
+    fn choose(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let mut best = (f64::NEG_INFINITY, inputs[0]);
+        for &x in inputs {
+            let Some(position) = self.position(x) else {
+                continue;
+            };
+            let u = self.coordinate(position, rng);
+            if u > best.0 {
+                best = (u, x);
+            }
+        }
+        best.1
+    }
+
+    fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        let wins = self.win_probabilities(inputs);
+        let mut alpha: Vec<(u32, f64)> = Vec::new();
+        for (&x, w) in inputs.iter().zip(wins) {
+            match alpha.iter_mut().find(|(y, _)| *y == x) {
+                Some(entry) => entry.1 += w,
+                None => alpha.push((x, w)),
+            }
+        }
+        alpha
+    }
+
+    fn intermediate(&self, y: u32) -> f64 {
+        self.position(y).map_or(0.0, |i| self.intermediate[i])
+    }
+}
+
+impl WindowRule {
+    /// Drafts per tuple.
+    pub fn drafts(&self) -> usize {
+        self.k
+    }
+
+    /// `P* − Σ min(p, p_I)`.
+    pub fn gap(&self) -> f64 {
+        self.pstar - self.selection_acceptance
+    }
+}
