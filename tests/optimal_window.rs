@@ -7,6 +7,7 @@ use specbench::rng::SpecRng;
 use specbench::select::optimal::lp::pstar_lp;
 use specbench::select::optimal::window::WindowRule;
 use specbench::select::optimal::{Optimal, pstar_iid};
+use specbench::select::two_step::SelectionRule;
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::exact_outcome;
 use specbench::verify::instances::{Realism, Special, realistic_instance, small_instance};
@@ -84,4 +85,46 @@ fn full_vocabulary_nodes_reach_pstar() {
         let node = Optimal::default().prepare(&inst.p, &inst.drafts()).unwrap();
         assert!(!node.fallback());
     }
+}
+
+#[test]
+fn sampled_choices_follow_alpha() {
+    let mut rng = SpecRng::new(3);
+    let inst = small_instance(&mut rng, 5, 3, true, Special::Ties);
+    let q = &inst.qs[0];
+    let rule = WindowRule::prepare(&inst.p, q, 3);
+    let drafts = Drafts::identical(q, 3);
+    for (tuple, _) in DraftLaw::Independent
+        .enumerate(&drafts)
+        .into_iter()
+        .take(12)
+    {
+        let alpha = rule.alpha(&tuple);
+        let n = 40_000;
+        for (token, weight) in alpha {
+            let hits = (0..n)
+                .filter(|_| rule.choose(&tuple, &mut rng) == token)
+                .count() as f64;
+            let sd = (weight * (1.0 - weight) / n as f64).sqrt();
+            assert!(
+                (hits / n as f64 - weight).abs() <= 5.0 * sd + 1e-9,
+                "{tuple:?}: token {token} chosen {} vs α {weight}",
+                hits / n as f64
+            );
+        }
+    }
+}
+
+#[test]
+fn sampled_output_at_v50272_k8_passes_the_g_test() {
+    use specbench::verify::instances::{Realism, realistic_instance};
+    use specbench::verify::sampling_check;
+    let mut rng = SpecRng::new(50272);
+    let shape = Realism {
+        vocab: 50272,
+        ..Realism::default()
+    };
+    let node = realistic_instance(&mut rng, &shape, 8, &[1.2]);
+    let check = sampling_check(&Optimal::default(), &node, 200_000, 8).unwrap();
+    assert!(check.passes(), "{check:?}");
 }
