@@ -98,34 +98,45 @@ impl Free {
         parts
     }
 
-    /// Removes the parts of a window (top first) from the free space.
+    /// Removes the parts of a window (top first, as [`Free::window`]
+    /// returns them) from the free space. A window touches only the
+    /// topmost segment and the ones just below it, so this works on the end
+    /// of the stack: O(parts), not O(segments).
     fn take(&mut self, parts: &[(f64, f64)]) {
-        let mut next = Vec::with_capacity(self.segments.len() + 1);
-        for &(lo, hi) in &self.segments {
-            // Parts lie inside segments; split each segment around them.
-            let mut pieces = vec![(lo, hi)];
-            for &(a, b) in parts {
-                pieces = pieces
-                    .into_iter()
-                    .flat_map(|(l, h)| {
-                        if b <= l || a >= h {
-                            vec![(l, h)]
-                        } else {
-                            let mut kept = Vec::new();
-                            if a > l {
-                                kept.push((l, a));
-                            }
-                            if b < h {
-                                kept.push((b, h));
-                            }
-                            kept
-                        }
-                    })
-                    .collect();
+        let Some((top_lo, top_hi)) = self.segments.pop() else {
+            return;
+        };
+        let mut rest = parts;
+        let mut keep_top = Some((top_lo, top_hi));
+        let mut upper = None;
+        if let Some(&(a, b)) = rest.first()
+            && a >= top_lo
+            && b <= top_hi
+        {
+            keep_top = None;
+            if a > top_lo {
+                self.segments.push((top_lo, a));
             }
-            next.extend(pieces.into_iter().filter(|(l, h)| h > l));
+            if b < top_hi {
+                upper = Some((b, top_hi));
+            }
+            rest = &rest[1..];
         }
-        self.segments = next;
+        // Lower parts each end at the top of the next segment down.
+        for &(a, _) in rest {
+            let Some((lo, _)) = self.segments.pop() else {
+                break;
+            };
+            if a > lo {
+                self.segments.push((lo, a));
+            }
+        }
+        if let Some(top) = keep_top {
+            self.segments.push(top);
+        }
+        if let Some(upper) = upper {
+            self.segments.push(upper);
+        }
     }
 
     fn total(&self) -> f64 {
