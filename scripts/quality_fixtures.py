@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for specbench's quality metrics (src/report/quality/).
+"""Reference values for specbench's quality metrics (src/quality/).
 
 Writes tests/fixtures/quality.json: ROUGE-L F-measures from rouge-score and
 corpus BLEU scores from sacrebleu, on real references from ../shared/data

@@ -2,7 +2,8 @@
 
 use anyhow::{Result, bail};
 
-use crate::model::checkpoint::{LoadOptions, load_checkpoint, parse_device, parse_dtype};
+use crate::model::checkpoint::{LoadOptions, load_checkpoint};
+use crate::model::device::{parse_device, parse_dtype};
 use crate::model::{Positions, Tokenizer};
 
 /// Token ids of a text and the next-token log-probabilities after it.

@@ -5,6 +5,7 @@
 //! * [`theory`]: exact acceptance computations.
 //! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
 //! * [`bench`]: per-token timing of the schemes.
+//! * [`quality`]: ROUGE-L and BLEU of generated text, as the field's Python packages score it.
 
 pub mod bench;
 pub mod cli;
@@ -14,6 +15,7 @@ pub mod dist;
 pub mod experiment;
 pub mod inspect;
 pub mod model;
+pub mod quality;
 pub mod report;
 pub mod rng;
 pub mod select;

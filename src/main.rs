@@ -229,7 +229,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             command: BenchCommand::Model(args),
         } => {
             use specbench::bench::model::{ModelBenchOptions, bench_model, model_table};
-            use specbench::model::checkpoint::{parse_device, parse_dtype};
+            use specbench::model::device::{parse_device, parse_dtype};
             if args.batches.contains(&0)
                 || args.drafts == 0
                 || args.prompt == 0

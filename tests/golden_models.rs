@@ -300,7 +300,7 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
     // rounding those formats allow. Unit roundoff: 2⁻¹¹ for f16, 2⁻⁸ for
     // bf16; the bound allows 16 such roundings of the largest logit (about
     // 1.5 are measured).
-    use specbench::model::checkpoint::parse_dtype;
+    use specbench::model::device::parse_dtype;
     for dir in [
         "opt-tiny-preln",
         "opt-tiny-postln",

@@ -2,7 +2,7 @@
 //! (`scripts/quality_fixtures.py` → `tests/fixtures/quality.json`), to 1e-6.
 
 use serde_json::Value;
-use specbench::report::quality::{corpus_bleu, rouge_l};
+use specbench::quality::{corpus_bleu, rouge_l};
 
 const TOLERANCE: f64 = 1e-6;
 

@@ -215,8 +215,8 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 decode_over_floor: decode_ms / floor_ms,
                 round_ms,
                 threads,
-                device: crate::model::checkpoint::device_name(&options.device),
-                dtype: crate::model::checkpoint::dtype_name(options.dtype).into(),
+                device: crate::model::device::device_name(&options.device),
+                dtype: crate::model::device::dtype_name(options.dtype).into(),
             });
         }
     }

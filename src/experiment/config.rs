@@ -113,6 +113,24 @@ pub struct Sweep {
     pub seeds: Vec<u64>,
 }
 
+impl Models {
+    /// What the model layer is asked to load: each model with its own
+    /// revision, and the shared device and precision.
+    pub fn pair_spec(&self) -> crate::model::PairSpec {
+        let side = |name: &str, revision: &Option<String>| crate::model::ModelSpec {
+            name: name.to_string(),
+            revision: revision.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype.clone(),
+        };
+        crate::model::PairSpec {
+            target: side(&self.target, &self.target_revision),
+            draft: side(&self.draft, &self.draft_revision),
+            synthetic: self.synthetic.clone(),
+        }
+    }
+}
+
 impl Data {
     /// The template of `dataset`: the config's, else the default.
     pub fn template(&self, dataset: crate::data::Dataset) -> Result<crate::data::Template> {

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::config::Config;
+use super::options::RunOptions;
 use super::plan::Plan;
-use super::runner::RunOptions;
 use crate::model::ModelPair;
 
 /// The git revision this binary was built from (`build.rs`).

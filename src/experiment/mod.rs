@@ -6,6 +6,7 @@ pub mod generations;
 pub mod manifest;
 pub mod merge;
 pub mod metrics;
+pub mod options;
 pub mod output;
 pub mod plan;
 pub mod progress;
@@ -13,4 +14,5 @@ pub mod quality_columns;
 pub mod runner;
 
 pub use config::{Config, Overrides};
-pub use runner::{RunOptions, RunReport, run};
+pub use options::RunOptions;
+pub use runner::{RunReport, run};

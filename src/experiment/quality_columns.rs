@@ -8,7 +8,7 @@
 use crate::data::Dataset;
 use crate::decode::Generation;
 use crate::model::Tokenizer;
-use crate::report::quality::{corpus_bleu, postprocess, rouge_l};
+use crate::quality::{corpus_bleu, postprocess, rouge_l};
 
 /// The record field that holds a dataset's reference text.
 pub fn reference_field(dataset: Dataset) -> Option<&'static str> {

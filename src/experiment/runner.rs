@@ -12,6 +12,7 @@ use super::config::Config;
 use super::generations::{GENERATIONS_FILE, GenerationLine, GenerationsWriter};
 use super::manifest;
 use super::metrics::{CellRow, RowContext};
+use super::options::RunOptions;
 use super::output::{
     CELLS_FILE, CellsWriter, JsonlWriter, MANIFEST_FILE, json_differences, read_rows,
     write_json_atomic,
@@ -25,21 +26,6 @@ use crate::dist::Processing;
 use crate::model::{ModelPair, load_pair};
 use crate::rng::SpecRng;
 use crate::select::build;
-
-/// Everything `specbench run` needs besides the config.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    pub config: Config,
-    /// Where the config came from (recorded in the manifest).
-    pub config_source: String,
-    /// Output directory; default `results/<name>` (`…/shard-i-of-N` for a shard).
-    pub out: Option<PathBuf>,
-    pub resume: bool,
-    /// `(i, N)`, 1-based.
-    pub shard: Option<(usize, usize)>,
-    /// Write per-round records here (JSON lines).
-    pub rounds_jsonl: Option<PathBuf>,
-}
 
 /// What a run did.
 #[derive(Clone, Debug)]
@@ -88,7 +74,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     };
     // Load everything before touching the output, so a config that cannot
     // run fails without leaving files behind.
-    let mut models = load_pair(&config.models)?;
+    let mut models = load_pair(&config.models.pair_spec())?;
     let prompts = load_prompts(config, &models)?;
 
     let out_dir = options

@@ -7,6 +7,7 @@
 
 pub mod aligned;
 pub mod checkpoint;
+pub mod device;
 pub mod hf_tokenizer;
 pub mod hub;
 pub mod hub_errors;
@@ -15,7 +16,9 @@ pub mod layers;
 pub mod llama;
 pub mod logits;
 pub mod opt;
+pub mod pair;
 pub mod random;
+pub mod spec;
 pub mod synthetic;
 pub mod tokenize;
 pub mod toy;
@@ -23,6 +26,8 @@ pub mod toy;
 use anyhow::{Result, bail};
 
 pub use logits::Logits;
+pub use pair::load_pair;
+pub use spec::{ModelSpec, PairSpec};
 pub use synthetic::{SyntheticConfig, SyntheticLm};
 pub use tokenize::{ByteTokenizer, Tokenizer, WordHashTokenizer};
 pub use toy::ToyLm;
@@ -273,97 +278,4 @@ pub struct ModelPair {
     pub target: Box<dyn CausalLm>,
     pub draft: Box<dyn CausalLm>,
     pub tokenizer: Box<dyn Tokenizer>,
-}
-
-/// Loads the pair a config names: `synthetic` (the embedded family, with
-/// `synthetic` parameters), `random:opt-<size>` shapes with random weights,
-/// or real checkpoints (directories or hub ids).
-pub fn load_pair(models: &crate::experiment::config::Models) -> Result<ModelPair> {
-    let (target, draft, device) = (
-        models.target.as_str(),
-        models.draft.as_str(),
-        models.device.as_str(),
-    );
-    let synthetic = &models.synthetic;
-    match (target, draft) {
-        ("synthetic", "synthetic") => {
-            if device != "cpu" {
-                bail!(
-                    "the synthetic models run on the CPU only (device '{device}'): drop --device or name real models"
-                );
-            }
-            Ok(ModelPair {
-                target: Box::new(HistoryLm::new(SyntheticLm::new(
-                    synthetic.clone(),
-                    synthetic::Role::Target,
-                )?)),
-                draft: Box::new(HistoryLm::new(SyntheticLm::new(
-                    synthetic.clone(),
-                    synthetic::Role::Draft,
-                )?)),
-                tokenizer: Box::new(WordHashTokenizer {
-                    vocab: synthetic.vocab,
-                }),
-            })
-        }
-        (t, d) if random::is_random(t) || random::is_random(d) => random::load_random_pair(models),
-        ("synthetic", other) | (other, "synthetic") => bail!(
-            "model '{other}' is paired with a synthetic model: use synthetic for both, or real checkpoints for both"
-        ),
-        _ => load_real_pair(models),
-    }
-}
-
-/// Target and draft checkpoints that share one vocabulary and tokenizer.
-fn load_real_pair(models: &crate::experiment::config::Models) -> Result<ModelPair> {
-    let device = checkpoint::parse_device(&models.device)?;
-    let dtype = checkpoint::parse_dtype(models.dtype.as_deref().unwrap_or("f32"))?;
-    let options = |revision: &Option<String>| checkpoint::LoadOptions {
-        revision: revision.clone(),
-        device: device.clone(),
-        dtype,
-    };
-    let target = checkpoint::load_checkpoint(&models.target, &options(&models.target_revision))?;
-    let draft = checkpoint::load_checkpoint(&models.draft, &options(&models.draft_revision))?;
-    let tokenizer = target.tokenizer.ok_or_else(|| {
-        anyhow::anyhow!(
-            "model '{}' ships no tokenizer (tokenizer.json, or vocab.json + merges.txt)",
-            models.target
-        )
-    })?;
-    if let Some(draft_tokenizer) = &draft.tokenizer {
-        let probe = "Speculative sampling: drafts, targets, 1234 ÄÖÜ.";
-        if draft_tokenizer.encode(probe)? != tokenizer.encode(probe)? {
-            bail!(
-                "draft/target tokenizer mismatch: {} and {} tokenize the same text differently: use a pair from one model family",
-                models.target,
-                models.draft
-            );
-        }
-    }
-    let (tv, dv) = (target.model.vocab_size(), draft.model.vocab_size());
-    let shared = tv.min(dv);
-    if tv != dv && tokenizer.vocab_size() > shared {
-        bail!(
-            "draft/target vocabulary mismatch: {} has {tv} logits and {} has {dv}, and the tokenizer has {} ids: use a draft and target from one model family",
-            models.target,
-            models.draft,
-            tokenizer.vocab_size()
-        );
-    }
-    // Widths that differ only past the tokenizer's ids (Qwen2.5 0.5B vs 7B)
-    // are cut to the shared width.
-    let (target_model, draft_model): (Box<dyn CausalLm>, Box<dyn CausalLm>) = if tv == dv {
-        (target.model, draft.model)
-    } else {
-        (
-            Box::new(aligned::Aligned::new(target.model, shared)),
-            Box::new(aligned::Aligned::new(draft.model, shared)),
-        )
-    };
-    Ok(ModelPair {
-        target: target_model,
-        draft: draft_model,
-        tokenizer: Box::new(tokenizer),
-    })
 }

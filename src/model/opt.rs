@@ -183,8 +183,8 @@ pub fn random_opt(config: OptConfig, device: &Device, dtype: DType, seed: u64) -
         ),
         revision: format!("random seed {seed}"),
         vocab: config.vocab_size,
-        dtype: super::checkpoint::dtype_name(dtype).into(),
-        device: super::checkpoint::device_name(device),
+        dtype: super::device::dtype_name(dtype).into(),
+        device: super::device::device_name(device),
     };
     Opt::load(config, vb, info)
 }

@@ -7,11 +7,10 @@
 
 use anyhow::{Result, bail};
 
-use super::checkpoint::{parse_device, parse_dtype};
+use super::device::{parse_device, parse_dtype};
 use super::opt::{opt_shape, parameter_count, random_opt};
 use super::tokenize::ByteTokenizer;
-use super::{CausalLm, ModelPair};
-use crate::experiment::config::Models;
+use super::{CausalLm, ModelPair, PairSpec};
 
 const PREFIX: &str = "random:";
 
@@ -50,42 +49,53 @@ pub fn parse_spec(spec: &str, default_seed: u64) -> Result<(String, u64)> {
 
 /// Both models random (a random model beside a checkpoint is refused:
 /// their vocabularies and tokenizers would not agree).
-pub fn load_random_pair(models: &Models) -> Result<ModelPair> {
-    if !(is_random(&models.target) && is_random(&models.draft)) {
+pub fn load_random_pair(spec: &PairSpec) -> Result<ModelPair> {
+    if !(is_random(&spec.target.name) && is_random(&spec.draft.name)) {
         bail!(
             "'{}' and '{}': a random-weight model pairs only with another (random:opt-<size> for both)",
-            models.target,
-            models.draft
+            spec.target.name,
+            spec.draft.name
         );
     }
-    let (target_size, target_seed) = parse_spec(&models.target, TARGET_SEED)?;
-    let (draft_size, draft_seed) = parse_spec(&models.draft, DRAFT_SEED)?;
-    let device = parse_device(&models.device)?;
-    let dtype = parse_dtype(models.dtype.as_deref().unwrap_or("f32"))?;
-    if device.is_cpu() {
-        let bytes = (parameter_count(&opt_shape(&target_size)?)
-            + parameter_count(&opt_shape(&draft_size)?))
-            * dtype.size_in_bytes();
-        check_host_memory(bytes, models)?;
+    let (target_size, target_seed) = parse_spec(&spec.target.name, TARGET_SEED)?;
+    let (draft_size, draft_seed) = parse_spec(&spec.draft.name, DRAFT_SEED)?;
+    let (target_device, target_dtype) = (
+        parse_device(&spec.target.device)?,
+        parse_dtype(spec.target.dtype_name())?,
+    );
+    let (draft_device, draft_dtype) = (
+        parse_device(&spec.draft.device)?,
+        parse_dtype(spec.draft.dtype_name())?,
+    );
+    let host_bytes = |size: &str, device: &candle_core::Device, dtype: candle_core::DType| {
+        Ok::<_, anyhow::Error>(if device.is_cpu() {
+            parameter_count(&opt_shape(size)?) * dtype.size_in_bytes()
+        } else {
+            0
+        })
+    };
+    let bytes = host_bytes(&target_size, &target_device, target_dtype)?
+        + host_bytes(&draft_size, &draft_device, draft_dtype)?;
+    if bytes > 0 {
+        check_host_memory(bytes, spec)?;
     }
-    let load = |size: &str, seed: u64| -> Result<Box<dyn CausalLm>> {
-        Ok(Box::new(random_opt(
-            opt_shape(size)?,
-            &device,
-            dtype,
-            seed,
-        )?))
+    let load = |size: &str,
+                seed: u64,
+                device: &candle_core::Device,
+                dtype: candle_core::DType|
+     -> Result<Box<dyn CausalLm>> {
+        Ok(Box::new(random_opt(opt_shape(size)?, device, dtype, seed)?))
     };
     Ok(ModelPair {
-        target: load(&target_size, target_seed)?,
-        draft: load(&draft_size, draft_seed)?,
+        target: load(&target_size, target_seed, &target_device, target_dtype)?,
+        draft: load(&draft_size, draft_seed, &draft_device, draft_dtype)?,
         tokenizer: Box::new(ByteTokenizer),
     })
 }
 
 /// Refuses up front what the kernel would kill half-way through drawing
 /// the weights (Linux: `MemAvailable`; elsewhere nothing is checked).
-fn check_host_memory(bytes: usize, models: &Models) -> Result<()> {
+fn check_host_memory(bytes: usize, spec: &PairSpec) -> Result<()> {
     let Some(available) = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| mem_available_bytes(&text))
@@ -95,8 +105,8 @@ fn check_host_memory(bytes: usize, models: &Models) -> Result<()> {
     if bytes > available {
         bail!(
             "'{}' and '{}' need {:.1} GB of weights but this machine has {:.1} GB available: use --dtype f16, smaller shapes or --device cuda",
-            models.target,
-            models.draft,
+            spec.target.name,
+            spec.draft.name,
             bytes as f64 / 1e9,
             available as f64 / 1e9
         );

@@ -6,7 +6,6 @@ pub mod compare;
 pub mod paper_tables;
 pub mod plot;
 pub mod published;
-pub mod quality;
 pub mod render;
 pub mod results;
 pub mod summary;

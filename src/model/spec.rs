@@ -1,0 +1,36 @@
+//! What model loading is asked for, in the model layer's own terms: which
+//! models (hub id, local folder, `random:opt-<size>` or `synthetic`), at
+//! which revision, on which device and in what precision. The experiment
+//! layer builds a [`PairSpec`] from its TOML and flags
+//! (`experiment::config::Models::pair_spec`); nothing here knows about configs.
+
+use super::SyntheticConfig;
+
+/// One model to load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// A hub id (`facebook/opt-13b`), a local directory, `random:opt-<size>[@seed]`
+    /// or `synthetic`.
+    pub name: String,
+    /// Hub branch, tag or commit (hub ids only).
+    pub revision: Option<String>,
+    /// `cpu`, `cuda`, `cuda:N` or `auto` (`model::device::parse_device`).
+    pub device: String,
+    /// `f32`, `f16` or `bf16`; `None` is f32.
+    pub dtype: Option<String>,
+}
+
+/// A draft/target pair and, when they are `synthetic`, the family's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairSpec {
+    pub target: ModelSpec,
+    pub draft: ModelSpec,
+    pub synthetic: SyntheticConfig,
+}
+
+impl ModelSpec {
+    /// The precision, f32 when unnamed.
+    pub fn dtype_name(&self) -> &str {
+        self.dtype.as_deref().unwrap_or("f32")
+    }
+}
