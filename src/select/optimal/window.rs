@@ -36,13 +36,14 @@ use crate::rng::SpecRng;
 use super::super::two_step::SelectionRule;
 use super::global::h_star;
 
-/// `hi^K − lo^K` without cancellation: `(hi − lo)·Σ_j hi^j lo^(K−1−j)`.
+/// `hi^K − lo^K` without cancellation: `(hi − lo)·Σ_j hi^j lo^(K−1−j)`,
+/// the sum by the recurrence `f_m = hi^m + lo·f_(m−1)` (no powers).
 fn winning_mass(lo: f64, hi: f64, k: usize) -> f64 {
-    let mut sum = 0.0;
+    let mut sum = 1.0;
     let mut hi_power = 1.0;
-    for j in 0..k {
-        sum += hi_power * lo.powi((k - 1 - j) as i32);
+    for _ in 1..k {
         hi_power *= hi;
+        sum = hi_power + lo * sum;
     }
     (hi - lo) * sum
 }
@@ -64,38 +65,68 @@ pub struct WindowRule {
     pub pstar: f64,
 }
 
-/// Free space of a region: disjoint segments, ascending.
+/// Free space of a region: disjoint segments, ascending, and their total
+/// length (kept as parts are taken: summing the stack at every atom made
+/// placement quadratic in the number of segments).
 struct Free {
     segments: Vec<(f64, f64)>,
+    total: f64,
 }
 
 impl Free {
+    fn new(region: (f64, f64)) -> Self {
+        if region.1 > region.0 {
+            Free {
+                segments: vec![region],
+                total: region.1 - region.0,
+            }
+        } else {
+            Free {
+                segments: Vec::new(),
+                total: 0.0,
+            }
+        }
+    }
+
     /// The window of length `len` with top `u` in the topmost segment: its
-    /// parts, top first.
-    fn window(&self, u: f64, len: f64) -> Vec<(f64, f64)> {
-        let mut parts = Vec::new();
+    /// parts, top first, lazily (Newton folds them into a mass a few times
+    /// per atom; only the chosen window is collected).
+    fn window_parts(&self, u: f64, len: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
         let mut remaining = len;
         let mut top = u;
         // What rounding leaves of the length is not a part: a zero-width
         // part would put the window's bottom (and Newton's slope) far below.
         // (The residue of `u − (u − len)` is an ulp of `u`, not of `len`.)
         let negligible = 4.0 * f64::EPSILON * u.max(len);
-        for &(lo, hi) in self.segments.iter().rev() {
-            if remaining <= negligible {
-                break;
+        let mut segments = self.segments.iter().rev();
+        std::iter::from_fn(move || {
+            while remaining > negligible {
+                let &(lo, hi) = segments.next()?;
+                let hi = hi.min(top);
+                if hi <= lo {
+                    continue;
+                }
+                top = lo;
+                let part_lo = (hi - remaining).max(lo);
+                if part_lo < hi {
+                    remaining -= hi - part_lo;
+                    return Some((part_lo, hi));
+                }
             }
-            let hi = hi.min(top);
-            if hi <= lo {
-                continue;
-            }
-            let part_lo = (hi - remaining).max(lo);
-            if part_lo < hi {
-                parts.push((part_lo, hi));
-                remaining -= hi - part_lo;
-            }
-            top = lo;
-        }
-        parts
+            None
+        })
+    }
+
+    fn window(&self, u: f64, len: f64) -> Vec<(f64, f64)> {
+        self.window_parts(u, len).collect()
+    }
+
+    /// The window's winning mass and its lowest point.
+    fn window_mass(&self, u: f64, len: f64, k: usize) -> (f64, f64) {
+        self.window_parts(u, len)
+            .fold((0.0, u), |(mass, _), (lo, hi)| {
+                (mass + winning_mass(lo, hi, k), lo)
+            })
     }
 
     /// Removes the parts of a window (top first, as [`Free::window`]
@@ -103,6 +134,7 @@ impl Free {
     /// topmost segment and the ones just below it, so this works on the end
     /// of the stack: O(parts), not O(segments).
     fn take(&mut self, parts: &[(f64, f64)]) {
+        self.total -= parts.iter().map(|(lo, hi)| hi - lo).sum::<f64>();
         let Some((top_lo, top_hi)) = self.segments.pop() else {
             return;
         };
@@ -138,10 +170,6 @@ impl Free {
             self.segments.push(upper);
         }
     }
-
-    fn total(&self) -> f64 {
-        self.segments.iter().map(|(l, h)| h - l).sum()
-    }
 }
 
 /// Places the atoms `(index, q, x)` of one region (already in ascending
@@ -151,13 +179,7 @@ fn place(
     atoms: &[(usize, f64, f64)],
     k: usize,
 ) -> Vec<(usize, Vec<(f64, f64)>)> {
-    let mut free = Free {
-        segments: if region.1 > region.0 {
-            vec![region]
-        } else {
-            Vec::new()
-        },
-    };
+    let mut free = Free::new(region);
     let mut placed = Vec::with_capacity(atoms.len());
     for (n, &(index, len, target)) in atoms.iter().enumerate() {
         if free.segments.is_empty() {
@@ -168,18 +190,37 @@ fn place(
             // The last atom takes what is left, so the pieces tile [0, 1].
             placed.push((index, free.segments.clone()));
             free.segments.clear();
+            free.total = 0.0;
             continue;
         }
         let &(top_lo, top_hi) = free.segments.last().expect("non-empty");
-        let below: f64 = free.total() - (top_hi - top_lo);
+        let below: f64 = free.total - (top_hi - top_lo);
         let mut low = top_lo.max(top_lo + len - below).min(top_hi);
         let mut high = top_hi;
+        // Narrow the bracket to one smooth piece of m(u) first. Its kinks
+        // are where the window's bottom sits on a segment's lower edge:
+        // u = top_lo + len − (length of the j segments just below the top).
+        // Between two kinks m is convex, so Newton from the right converges
+        // in a few steps; across them it would mostly bisect.
+        let mut reach = 0.0;
+        for &(seg_lo, seg_hi) in free.segments.iter().rev().skip(1) {
+            let kink = top_lo + len - reach;
+            if kink <= low {
+                break;
+            }
+            if kink < high {
+                if free.window_mass(kink, len, k).0 <= target {
+                    low = kink;
+                    break;
+                }
+                high = kink;
+            }
+            reach += seg_hi - seg_lo;
+        }
         // Safeguarded Newton from the right on the increasing mass m(u).
         let mut u = high;
         for _ in 0..200 {
-            let parts = free.window(u, len);
-            let m: f64 = parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum();
-            let bottom = parts.last().map_or(u, |p| p.0);
+            let (m, bottom) = free.window_mass(u, len, k);
             let slope = k as f64 * (u.powi(k as i32 - 1) - bottom.powi(k as i32 - 1));
             if (m - target).abs() <= slope.abs() * f64::EPSILON * u.max(f64::MIN_POSITIVE) {
                 break;
