@@ -52,7 +52,8 @@ fn winning_mass(lo: f64, hi: f64, k: usize) -> f64 {
 #[derive(Clone, Debug)]
 pub struct WindowRule {
     k: usize,
-    /// Tokens of `q`'s support, sorted, with their pieces' range in `pieces`.
+    /// Tokens of `q`'s support, sorted, with their pieces' range in `pieces`
+    /// (pieces are stored in placement order).
     tokens: Vec<(u32, usize, usize)>,
     pieces: Vec<(f64, f64)>,
     /// Each token's total piece length (`q_a` up to rounding).
@@ -172,24 +173,63 @@ impl Free {
     }
 }
 
-/// Places the atoms `(index, q, x)` of one region (already in ascending
-/// `x/q`) into `[lo, hi]`; returns each atom's pieces.
-fn place(
-    region: (f64, f64),
-    atoms: &[(usize, f64, f64)],
-    k: usize,
-) -> Vec<(usize, Vec<(f64, f64)>)> {
+/// The pieces of every atom, in one buffer: atom `i`'s are
+/// `pieces[ranges[i].0..ranges[i].1]` (one allocation per node, not one
+/// per atom).
+struct Placement {
+    pieces: Vec<(f64, f64)>,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl Placement {
+    fn new(atoms: usize) -> Self {
+        Placement {
+            pieces: Vec::with_capacity(2 * atoms),
+            ranges: vec![(0, 0); atoms],
+        }
+    }
+
+    /// Records atom `index`'s pieces, dropping empty ones.
+    fn record(&mut self, index: usize, parts: impl IntoIterator<Item = (f64, f64)>) {
+        let start = self.pieces.len();
+        self.pieces
+            .extend(parts.into_iter().filter(|(lo, hi)| hi > lo));
+        self.ranges[index] = (start, self.pieces.len());
+    }
+}
+
+/// One token to place: its position in `h_star`'s order, its length `q`
+/// and its target winning mass `x`.
+struct Atom {
+    density: f64,
+    position: usize,
+    len: f64,
+    target: f64,
+}
+
+impl Atom {
+    fn new(position: usize, len: f64, target: f64) -> Self {
+        Atom {
+            density: target / len,
+            position,
+            len,
+            target,
+        }
+    }
+}
+
+/// Places the atoms of one region (already in ascending `x/q`) into
+/// `[lo, hi]`, recording each atom's pieces.
+fn place(region: (f64, f64), atoms: &[Atom], k: usize, placement: &mut Placement) {
     let mut free = Free::new(region);
-    let mut placed = Vec::with_capacity(atoms.len());
-    for (n, &(index, len, target)) in atoms.iter().enumerate() {
+    for (n, atom) in atoms.iter().enumerate() {
+        let (index, len, target) = (atom.position, atom.len, atom.target);
         if free.segments.is_empty() {
-            placed.push((index, Vec::new()));
             continue;
         }
         if n + 1 == atoms.len() {
             // The last atom takes what is left, so the pieces tile [0, 1].
-            placed.push((index, free.segments.clone()));
-            free.segments.clear();
+            placement.record(index, free.segments.drain(..));
             free.total = 0.0;
             continue;
         }
@@ -242,9 +282,8 @@ fn place(
         }
         let parts = free.window(u, len);
         free.take(&parts);
-        placed.push((index, parts));
+        placement.record(index, parts);
     }
-    placed
 }
 
 /// `λ` with `Σ min(p_a, λ q_a) = total` over atoms in ascending `p/q`.
@@ -295,48 +334,47 @@ impl WindowRule {
         let outer: Vec<(f64, f64)> = order[inner_len..].iter().map(|&x| pq(x)).collect();
         let lambda = water_level_min(&outer, 1.0 - ck);
         let mu = water_level_max(&inner, ck);
-        let mut atoms_outer: Vec<(usize, f64, f64)> = outer
+        let mut atoms_outer: Vec<Atom> = outer
             .iter()
             .enumerate()
-            .map(|(i, &(p, q))| (inner_len + i, q, p.min(lambda * q)))
+            .map(|(i, &(p, q))| Atom::new(inner_len + i, q, p.min(lambda * q)))
             .collect();
-        let mut atoms_inner: Vec<(usize, f64, f64)> = inner
+        let mut atoms_inner: Vec<Atom> = inner
             .iter()
             .enumerate()
-            .map(|(i, &(p, q))| (i, q, p.max(mu * q)))
+            .map(|(i, &(p, q))| Atom::new(i, q, p.max(mu * q)))
             .collect();
-        // Ascending x/q, ties by position. One division per atom: a single
-        // key is a total order, where cross-multiplied comparisons are not
-        // (rounding makes them intransitive at the water levels' ties).
-        let by_density = |atoms: &mut Vec<(usize, f64, f64)>| {
-            atoms.sort_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)).then(a.0.cmp(&b.0)));
+        // Ascending x/q, ties by position. One division per atom, made once:
+        // a single key is a total order, where cross-multiplied comparisons
+        // are not (rounding makes them intransitive at the water levels'
+        // ties). Positions are distinct, so an unstable sort is exact.
+        let by_density = |atoms: &mut Vec<Atom>| {
+            atoms.sort_unstable_by(|a, b| {
+                a.density
+                    .total_cmp(&b.density)
+                    .then(a.position.cmp(&b.position))
+            });
         };
         by_density(&mut atoms_outer);
         by_density(&mut atoms_inner);
-        let mut by_position: Vec<Vec<(f64, f64)>> = vec![Vec::new(); order.len()];
-        for (index, parts) in
-            place((c, 1.0), &atoms_outer, k)
-                .into_iter()
-                .chain(place((0.0, c), &atoms_inner, k))
-        {
-            by_position[index] = parts.into_iter().filter(|(l, h)| h > l).collect();
-        }
+        let mut placement = Placement::new(order.len());
+        place((c, 1.0), &atoms_outer, k, &mut placement);
+        place((0.0, c), &atoms_inner, k, &mut placement);
         let mut tokens: Vec<(u32, usize)> = order.iter().copied().zip(0..).collect();
         tokens.sort_unstable();
         let mut rule = WindowRule {
             k,
             tokens: Vec::with_capacity(tokens.len()),
-            pieces: Vec::new(),
+            pieces: placement.pieces,
             lengths: Vec::with_capacity(tokens.len()),
             intermediate: Vec::with_capacity(tokens.len()),
             selection_acceptance: 0.0,
             pstar,
         };
         for (token, position) in tokens {
-            let parts = &by_position[position];
-            let start = rule.pieces.len();
-            rule.pieces.extend(parts.iter().copied());
-            rule.tokens.push((token, start, rule.pieces.len()));
+            let (start, end) = placement.ranges[position];
+            let parts = &rule.pieces[start..end];
+            rule.tokens.push((token, start, end));
             rule.lengths.push(parts.iter().map(|(l, h)| h - l).sum());
             let mass: f64 = parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum();
             rule.intermediate.push(mass);
