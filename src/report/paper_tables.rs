@@ -256,6 +256,46 @@ fn samplings(rows: &[&CellRow]) -> Vec<Sampling> {
     set.into_iter().collect()
 }
 
+/// The cells of one sampling, dataset and draft temperature set: one
+/// panel of a per-temperature table.
+struct Panel<'a> {
+    sampling: Sampling,
+    dataset: String,
+    temp: String,
+    cells: Vec<&'a CellRow>,
+}
+
+/// Every panel of `rows`, in report order: sampling, dataset (as first
+/// seen), draft temperatures ascending.
+fn panels<'a>(rows: &[&'a CellRow]) -> Vec<Panel<'a>> {
+    let mut panels = Vec::new();
+    for sampling in samplings(rows) {
+        for dataset in datasets(rows) {
+            let group: Vec<&CellRow> = rows
+                .iter()
+                .copied()
+                .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
+                .collect();
+            let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
+            temps.sort_by_key(|t| temp_order(t));
+            for temp in temps {
+                let cells = group
+                    .iter()
+                    .copied()
+                    .filter(|r| r.temp_set == temp)
+                    .collect();
+                panels.push(Panel {
+                    sampling: sampling.clone(),
+                    dataset: dataset.clone(),
+                    temp,
+                    cells,
+                });
+            }
+        }
+    }
+    panels
+}
+
 /// Figures 3 and 4 as tables: BE and TR % over SD per draft temperature.
 fn vs_sd_tables(rows: &[&CellRow], report: &mut Report) {
     let with_sd: Vec<&CellRow> = rows
@@ -365,77 +405,64 @@ fn table1(rows: &[&CellRow], differs: bool, report: &mut Report) {
         ));
         return;
     }
-    for sampling in samplings(rows) {
-        for dataset in datasets(rows) {
-            let group: Vec<&CellRow> = rows
-                .iter()
-                .copied()
-                .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
-                .collect();
-            let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
-            temps.sort_by_key(|t| temp_order(t));
-            for temp in temps {
-                let cells: Vec<&CellRow> = group
+    for Panel {
+        sampling,
+        dataset,
+        temp,
+        cells,
+    } in panels(rows)
+    {
+        let ks: Vec<usize> = cells
+            .iter()
+            .map(|r| r.k)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if ks.len() < 2 {
+            continue;
+        }
+        let mut columns = vec!["scheme".to_string()];
+        columns.extend(ks.iter().map(|k| format!("K={k}")));
+        let table_rows = in_order(cells.iter().map(|r| r.scheme_label()))
+            .into_iter()
+            .map(|label| {
+                let mut has_published = false;
+                let entries = ks
                     .iter()
-                    .copied()
-                    .filter(|r| r.temp_set == temp)
-                    .collect();
-                let ks: Vec<usize> = cells
-                    .iter()
-                    .map(|r| r.k)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                if ks.len() < 2 {
-                    continue;
-                }
-                let mut columns = vec!["scheme".to_string()];
-                columns.extend(ks.iter().map(|k| format!("K={k}")));
-                let table_rows = in_order(cells.iter().map(|r| r.scheme_label()))
-                    .into_iter()
-                    .map(|label| {
-                        let mut has_published = false;
-                        let entries = ks
+                    .map(|&k| {
+                        let at: Vec<&&CellRow> = cells
                             .iter()
-                            .map(|&k| {
-                                let at: Vec<&&CellRow> = cells
-                                    .iter()
-                                    .filter(|r| r.scheme_label() == label && r.k == k)
-                                    .collect();
-                                let be: Vec<f64> = at.iter().map(|r| r.block_efficiency).collect();
-                                let mut entry = Entry::new(Stat::of(&be), Unit::Tokens);
-                                if let Some(first) = at.first() {
-                                    entry.published = published_stat(
-                                        1,
-                                        "block_efficiency",
-                                        &settings(first, &label),
-                                    );
-                                    has_published |= entry.published.is_some();
-                                }
-                                entry
-                            })
+                            .filter(|r| r.scheme_label() == label && r.k == k)
                             .collect();
-                        TableRow {
-                            label,
-                            entries,
-                            differs: differs && has_published,
+                        let be: Vec<f64> = at.iter().map(|r| r.block_efficiency).collect();
+                        let mut entry = Entry::new(Stat::of(&be), Unit::Tokens);
+                        if let Some(first) = at.first() {
+                            entry.published =
+                                published_stat(1, "block_efficiency", &settings(first, &label));
+                            has_published |= entry.published.is_some();
                         }
+                        entry
                     })
                     .collect();
-                report.tables.push(Table {
-                    id: format!("table1/{dataset}/{temp}/{}", sampling.describe()),
-                    title: format!(
-                        "Table 1: block efficiency (tokens per target call) by number of drafts K, {dataset}, draft T {temp}"
-                    ),
-                    columns,
-                    rows: table_rows,
-                    notes: vec![format!(
-                        "{}; mean ± s.d. over seeds; [paper: …] from {SOURCE}",
-                        sampling.describe()
-                    )],
-                });
-            }
-        }
+                TableRow {
+                    label,
+                    entries,
+                    differs: differs && has_published,
+                }
+            })
+            .collect();
+        report.tables.push(Table {
+            id: format!("table1/{dataset}/{temp}/{}", sampling.describe()),
+            title: format!(
+                "Table 1: block efficiency (tokens per target call) by number of drafts K, {dataset}, draft T {temp}"
+            ),
+            columns,
+            rows: table_rows,
+            notes: vec![format!(
+                "{}; mean ± s.d. over seeds; [paper: …] from {SOURCE}",
+                sampling.describe()
+            )],
+        });
     }
 }
 
@@ -473,76 +500,64 @@ fn table2(rows: &[&CellRow], differs: bool, report: &mut Report) {
         ));
         return;
     }
-    for sampling in samplings(&is_rows) {
-        for dataset in datasets(&is_rows) {
-            let group: Vec<&CellRow> = is_rows
-                .iter()
-                .copied()
-                .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
-                .collect();
-            let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
-            temps.sort_by_key(|t| temp_order(t));
-            for temp in temps {
-                let cells: Vec<&CellRow> = group
-                    .iter()
-                    .copied()
-                    .filter(|r| r.temp_set == temp)
-                    .collect();
-                let mut variants: Vec<(usize, usize)> = cells
-                    .iter()
-                    .filter_map(|r| is_parameters(&r.scheme_label()))
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                if variants.len() < 2 {
-                    continue;
-                }
-                // The paper's order: alphabet sweep (by M), then LP sweep (by s).
-                variants.sort_by_key(|&(m, s)| (s, m));
-                let table_rows = variants
-                    .into_iter()
-                    .map(|(m, s)| {
-                        let at: Vec<&&CellRow> = cells
-                            .iter()
-                            .filter(|r| is_parameters(&r.scheme_label()) == Some((m, s)))
-                            .collect();
-                        let label = format!("is:m={m}:s={s}");
-                        let be: Vec<f64> = at.iter().map(|r| r.block_efficiency).collect();
-                        let tr: Vec<f64> =
-                            at.iter().filter_map(|r| r.token_rate_vs_sd_pct).collect();
-                        let mut be = Entry::new(Stat::of(&be), Unit::Tokens);
-                        let mut tr = Entry::new(Stat::of(&tr), Unit::Percent);
-                        if let Some(first) = at.first() {
-                            be.published =
-                                published_stat(2, "block_efficiency", &settings(first, &label));
-                            tr.published =
-                                published_stat(2, "token_rate_vs_sd_pct", &settings(first, &label));
-                        }
-                        TableRow {
-                            label: format!("M = {m}, s = {s}"),
-                            differs: differs && (be.published.is_some() || tr.published.is_some()),
-                            entries: vec![be, tr],
-                        }
-                    })
-                    .collect();
-                report.tables.push(Table {
-                    id: format!("table2/{dataset}/{temp}/{}", sampling.describe()),
-                    title: format!(
-                        "Table 2: effect of truncation on IS (alphabet M, LP size s), K = 2, {dataset}, draft T {temp}"
-                    ),
-                    columns: vec![
-                        "setting".into(),
-                        "block efficiency".into(),
-                        "token rate (% vs SD)".into(),
-                    ],
-                    rows: table_rows,
-                    notes: vec![format!(
-                        "{}; mean ± s.d. over seeds; the paper does not state Table 2's dataset or temperature: its values are shown for Dolly at T = 1.2 (E4); [paper: …] from {SOURCE}",
-                        sampling.describe()
-                    )],
-                });
-            }
+    for Panel {
+        sampling,
+        dataset,
+        temp,
+        cells,
+    } in panels(&is_rows)
+    {
+        let mut variants: Vec<(usize, usize)> = cells
+            .iter()
+            .filter_map(|r| is_parameters(&r.scheme_label()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if variants.len() < 2 {
+            continue;
         }
+        // The paper's order: alphabet sweep (by M), then LP sweep (by s).
+        variants.sort_by_key(|&(m, s)| (s, m));
+        let table_rows = variants
+            .into_iter()
+            .map(|(m, s)| {
+                let at: Vec<&&CellRow> = cells
+                    .iter()
+                    .filter(|r| is_parameters(&r.scheme_label()) == Some((m, s)))
+                    .collect();
+                let label = format!("is:m={m}:s={s}");
+                let be: Vec<f64> = at.iter().map(|r| r.block_efficiency).collect();
+                let tr: Vec<f64> = at.iter().filter_map(|r| r.token_rate_vs_sd_pct).collect();
+                let mut be = Entry::new(Stat::of(&be), Unit::Tokens);
+                let mut tr = Entry::new(Stat::of(&tr), Unit::Percent);
+                if let Some(first) = at.first() {
+                    be.published = published_stat(2, "block_efficiency", &settings(first, &label));
+                    tr.published =
+                        published_stat(2, "token_rate_vs_sd_pct", &settings(first, &label));
+                }
+                TableRow {
+                    label: format!("M = {m}, s = {s}"),
+                    differs: differs && (be.published.is_some() || tr.published.is_some()),
+                    entries: vec![be, tr],
+                }
+            })
+            .collect();
+        report.tables.push(Table {
+            id: format!("table2/{dataset}/{temp}/{}", sampling.describe()),
+            title: format!(
+                "Table 2: effect of truncation on IS (alphabet M, LP size s), K = 2, {dataset}, draft T {temp}"
+            ),
+            columns: vec![
+                "setting".into(),
+                "block efficiency".into(),
+                "token rate (% vs SD)".into(),
+            ],
+            rows: table_rows,
+            notes: vec![format!(
+                "{}; mean ± s.d. over seeds; the paper does not state Table 2's dataset or temperature: its values are shown for Dolly at T = 1.2 (E4); [paper: …] from {SOURCE}",
+                sampling.describe()
+            )],
+        });
     }
 }
 
@@ -681,92 +696,78 @@ fn table4(rows: &[&CellRow], differs: bool, report: &mut Report) {
         ));
         return;
     }
-    for sampling in samplings(&top_k) {
-        for dataset in datasets(&top_k) {
-            let group: Vec<&CellRow> = top_k
+    for Panel {
+        sampling,
+        dataset,
+        temp,
+        cells,
+    } in panels(&top_k)
+    {
+        let ks: Vec<usize> = cells
+            .iter()
+            .map(|r| r.k)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let be_of = |label: &str, k: usize| -> Vec<f64> {
+            cells
                 .iter()
-                .copied()
-                .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
-                .collect();
-            let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
-            temps.sort_by_key(|t| temp_order(t));
-            for temp in temps {
-                let cells: Vec<&CellRow> = group
-                    .iter()
-                    .copied()
-                    .filter(|r| r.temp_set == temp)
-                    .collect();
-                let ks: Vec<usize> = cells
-                    .iter()
-                    .map(|r| r.k)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let be_of = |label: &str, k: usize| -> Vec<f64> {
-                    cells
-                        .iter()
-                        .filter(|r| canonical(&r.scheme_label()) == canonical(label) && r.k == k)
-                        .map(|r| r.block_efficiency)
-                        .collect()
-                };
-                let mut columns = vec!["scheme".to_string()];
-                for k in &ks {
-                    columns.push(format!("K={k} BE"));
-                    columns.push(format!("K={k} loss"));
-                }
-                let table_rows = in_order(cells.iter().map(|r| r.scheme_label()))
-                    .into_iter()
-                    .map(|label| {
-                        let mut has_published = false;
-                        let mut entries = Vec::new();
-                        for &k in &ks {
-                            let first =
-                                cells.iter().find(|r| r.scheme_label() == label && r.k == k);
-                            let mut be = Entry::new(Stat::of(&be_of(&label, k)), Unit::Tokens);
-                            // Loss = BE_scheme / BE_IS: of the seed means, as the paper rounds it.
-                            let is_be = be_of("is", k);
-                            let loss = match (&be.measured, is_be.is_empty()) {
-                                (Some(stat), false) if canonical(&label) != canonical("is") => {
-                                    Some(Stat {
-                                        mean: 100.0 * stat.mean / mean(&is_be),
-                                        spread: None,
-                                        seeds: stat.seeds,
-                                    })
-                                }
-                                _ => None,
-                            };
-                            let mut loss = Entry::new(loss, Unit::Ratio);
-                            if let Some(first) = first {
-                                be.published =
-                                    published_stat(4, "block_efficiency", &settings(first, &label));
-                                loss.published =
-                                    published_stat(4, "loss_pct", &settings(first, &label));
-                                has_published |= be.published.is_some();
-                            }
-                            entries.push(be);
-                            entries.push(loss);
-                        }
-                        TableRow {
-                            label,
-                            entries,
-                            differs: differs && has_published,
-                        }
-                    })
-                    .collect();
-                report.tables.push(Table {
-                    id: format!("table4/{dataset}/{temp}/{}", sampling.describe()),
-                    title: format!(
-                        "Table 4: block efficiency under top-k sampling, {dataset}, draft T {temp}; loss = BE / BE_IS"
-                    ),
-                    columns,
-                    rows: table_rows,
-                    notes: vec![format!(
-                        "{}; mean ± s.d. over seeds; loss is the ratio of seed means; [paper: …] from {SOURCE}",
-                        sampling.describe()
-                    )],
-                });
-            }
+                .filter(|r| canonical(&r.scheme_label()) == canonical(label) && r.k == k)
+                .map(|r| r.block_efficiency)
+                .collect()
+        };
+        let mut columns = vec!["scheme".to_string()];
+        for k in &ks {
+            columns.push(format!("K={k} BE"));
+            columns.push(format!("K={k} loss"));
         }
+        let table_rows = in_order(cells.iter().map(|r| r.scheme_label()))
+            .into_iter()
+            .map(|label| {
+                let mut has_published = false;
+                let mut entries = Vec::new();
+                for &k in &ks {
+                    let first = cells.iter().find(|r| r.scheme_label() == label && r.k == k);
+                    let mut be = Entry::new(Stat::of(&be_of(&label, k)), Unit::Tokens);
+                    // Loss = BE_scheme / BE_IS: of the seed means, as the paper rounds it.
+                    let is_be = be_of("is", k);
+                    let loss = match (&be.measured, is_be.is_empty()) {
+                        (Some(stat), false) if canonical(&label) != canonical("is") => Some(Stat {
+                            mean: 100.0 * stat.mean / mean(&is_be),
+                            spread: None,
+                            seeds: stat.seeds,
+                        }),
+                        _ => None,
+                    };
+                    let mut loss = Entry::new(loss, Unit::Ratio);
+                    if let Some(first) = first {
+                        be.published =
+                            published_stat(4, "block_efficiency", &settings(first, &label));
+                        loss.published = published_stat(4, "loss_pct", &settings(first, &label));
+                        has_published |= be.published.is_some();
+                    }
+                    entries.push(be);
+                    entries.push(loss);
+                }
+                TableRow {
+                    label,
+                    entries,
+                    differs: differs && has_published,
+                }
+            })
+            .collect();
+        report.tables.push(Table {
+            id: format!("table4/{dataset}/{temp}/{}", sampling.describe()),
+            title: format!(
+                "Table 4: block efficiency under top-k sampling, {dataset}, draft T {temp}; loss = BE / BE_IS"
+            ),
+            columns,
+            rows: table_rows,
+            notes: vec![format!(
+                "{}; mean ± s.d. over seeds; loss is the ratio of seed means; [paper: …] from {SOURCE}",
+                sampling.describe()
+            )],
+        });
     }
 }
 
