@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use crate::rng::SpecRng;
-use crate::select::optimal::pstar_iid;
+use crate::select::optimal::pstar_iid_value;
 use crate::select::{Scheme, SchemeError, build_list, drafts_for};
 use crate::verify::instances::{Instance, realistic_instance};
 use truncation::Truncation;
@@ -194,7 +194,7 @@ pub fn bench_select(options: &BenchOptions) -> Result<BenchReport, SchemeError> 
                     let start = Instant::now();
                     let reps = 20;
                     for _ in 0..reps {
-                        black_box(pstar_iid(&node.p, &node.qs[0], k));
+                        black_box(pstar_iid_value(&node.p, &node.qs[0], k));
                     }
                     start.elapsed().as_secs_f64() * 1e6 / reps as f64
                 })
