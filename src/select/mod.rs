@@ -26,6 +26,7 @@ pub mod rsd;
 pub mod single;
 pub mod specinfer;
 pub mod spectr;
+pub mod tournament;
 pub mod two_step;
 pub mod weighted;
 
