@@ -25,7 +25,6 @@
 //! coins used are the same.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::dist::Dist;
@@ -185,139 +184,156 @@ struct IidStages<'a> {
 
 impl<'a> IidStages<'a> {
     fn new(p: &Dist, q: &'a Dist, k: usize, config: PairConfig) -> Self {
-        let support = q.support();
-        let n = support.len();
-        let pv = |i: usize| p.get(support[i]);
-        let qv = |i: usize| q.get(support[i]);
-        // Positions of q's support (= id order, the general rule's tie order).
-        let mut positive: Vec<(f64, usize)> = Vec::new();
-        let mut zero: Vec<(f64, usize)> = Vec::new();
-        let mut q_total = 0.0;
-        for (i, &x) in support.iter().enumerate() {
-            let (px, qx) = (p.get(x), q.get(x));
-            q_total += qx;
-            if px > 0.0 {
-                positive.push((px, i));
-            } else {
-                zero.push((qx, i));
-            }
-        }
+        let n = q.support().len();
+        let size = config.alphabet.min(n);
+        // Tokens are identified by id (the general rule's positions follow
+        // id order, so ties break the same way). `p > 0` candidates come
+        // from p's support — after top-p far shorter than q's, whose
+        // scattered ids would each cost a cache miss in `p`.
+        let positive: Vec<(f64, usize)> = p
+            .support()
+            .iter()
+            .filter(|&&x| q.get(x) > 0.0)
+            .map(|&x| (p.get(x), x as usize))
+            .collect();
         let chunk = (2 * config.alphabet).max(32);
         // `p > 0`: descending p (the key p − d·q is at most p).
         let mut by_p = LazyOrder::new(positive, chunk, by_priority);
-        // `p = 0`: the key −d·q = −γq² falls as q grows: ascending q.
-        let mut by_q = LazyOrder::new(zero, chunk, |a: &(f64, usize), b: &(f64, usize)| {
-            a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-        });
-        // The incumbent law: explicit at `held` positions, `scale·q` at the
-        // `free_count` others, whose q sums to `free_q`.
-        // A BTreeMap: its sums and walks run in position order, so a seed
-        // always gives the same rounding (a HashMap's order is random).
-        let mut held: BTreeMap<usize, f64> = BTreeMap::new();
+        // `p = 0`: the key −d·q = −γq² falls as q grows: ascending q. Built
+        // only when some stage's threshold lets a key ≤ 0 in.
+        let mut by_q = None;
+        // The incumbent law: explicit at `held` (sorted by id), `scale·q`
+        // at the `free_count` other tokens of q's support, whose q sums to
+        // `free_q`.
+        let mut held: Vec<(u32, f64)> = Vec::new();
         let mut scale = 1.0;
+        let q_total = q.mass();
         let (mut free_q, mut free_count) = (q_total, n);
-        let size = config.alphabet.min(n);
         let mut stages = Vec::with_capacity(k - 1);
         for _ in 1..k {
-            let free_key = |i: usize, pi: f64| pi - (scale * qv(i)) * qv(i);
-            let mut candidates: Vec<(f64, usize)> =
-                held.iter().map(|(&i, &d)| (pv(i) - d * qv(i), i)).collect();
+            let is_held = |x: usize| held.binary_search_by_key(&(x as u32), |e| e.0).is_ok();
+            let free_key = |x: usize, px: f64| {
+                let qx = q.get(x as u32);
+                px - (scale * qx) * qx
+            };
+            let mut candidates: Vec<(f64, usize)> = held
+                .iter()
+                .map(|&(x, d)| (p.get(x) - d * q.get(x), x as usize))
+                .collect();
             // Lower bound on the size-th best key: no token below it can enter.
             let mut threshold = f64::NEG_INFINITY;
-            let mut since = 0;
             let refresh = |candidates: &[(f64, usize)], threshold: &mut f64| {
                 if size > 0 && candidates.len() >= size {
                     *threshold = threshold.max(kth_key(candidates, size));
                 }
             };
             refresh(&candidates, &mut threshold);
-            let mut j = 0;
+            let (mut j, mut since) = (0, 0);
             // With no alphabet (`is_uniform`, `is_first`) nothing is scanned.
-            while let Some((pi, i)) = by_p.get(j).filter(|_| size > 0) {
+            while let Some((px, x)) = by_p.get(j).filter(|_| size > 0) {
                 j += 1;
-                if pi < threshold {
+                if px < threshold {
                     break;
                 }
-                if held.contains_key(&i) {
+                if is_held(x) {
                     continue;
                 }
-                candidates.push((free_key(i, pi), i));
+                candidates.push((free_key(x, px), x));
                 since += 1;
-                if since >= size.max(1) {
+                if since >= size {
                     refresh(&candidates, &mut threshold);
                     since = 0;
                 }
             }
             refresh(&candidates, &mut threshold);
-            let (mut taken, mut last) = (0, f64::INFINITY);
-            let mut j = 0;
-            while let Some((_, i)) = by_q.get(j).filter(|_| size > 0) {
-                j += 1;
-                if held.contains_key(&i) {
-                    continue;
-                }
-                let key = free_key(i, 0.0);
-                // Keys fall along this stream: past the size-th one, only
-                // ties can still win (on position).
-                if key < threshold || (taken >= size && key < last) {
-                    break;
-                }
-                candidates.push((key, i));
-                taken += 1;
-                if taken == size {
-                    last = key;
+            // Every `p = 0` key is ≤ 0: skip the stream above a positive threshold.
+            if size > 0 && !(threshold > 0.0) {
+                let by_q = by_q.get_or_insert_with(|| {
+                    let zero: Vec<(f64, usize)> = q
+                        .support()
+                        .iter()
+                        .filter(|&&x| p.get(x) == 0.0)
+                        .map(|&x| (q.get(x), x as usize))
+                        .collect();
+                    LazyOrder::new(zero, chunk, |a: &(f64, usize), b: &(f64, usize)| {
+                        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                    })
+                });
+                let (mut taken, mut last, mut j) = (0, f64::INFINITY, 0);
+                while let Some((_, x)) = by_q.get(j) {
+                    j += 1;
+                    if is_held(x) {
+                        continue;
+                    }
+                    let key = free_key(x, 0.0);
+                    // Keys fall along this stream: past the size-th one,
+                    // only ties can still win (on id).
+                    if key < threshold || (taken >= size && key < last) {
+                        break;
+                    }
+                    candidates.push((key, x));
+                    taken += 1;
+                    if taken == size {
+                        last = key;
+                    }
                 }
             }
-            if size < candidates.len() && size > 0 {
+            if size > 0 && size < candidates.len() {
                 candidates.select_nth_unstable_by(size - 1, by_priority);
             }
             candidates.truncate(size);
             candidates.sort_unstable_by(by_priority);
 
-            let d_at = |i: usize| held.get(&i).copied().unwrap_or(scale * qv(i));
+            let (mut free_in, mut free_in_q, mut held_in_d) = (0, 0.0, 0.0);
             let tokens: Vec<(u32, f64, f64)> = candidates
                 .iter()
-                .map(|&(_, i)| (support[i], d_at(i), qv(i)))
+                .map(|&(_, x)| {
+                    let x = x as u32;
+                    let qx = q.get(x);
+                    let d = match held.binary_search_by_key(&x, |e| e.0) {
+                        Ok(i) => {
+                            held_in_d += held[i].1;
+                            held[i].1
+                        }
+                        Err(_) => {
+                            free_in += 1;
+                            free_in_q += qx;
+                            scale * qx
+                        }
+                    };
+                    (x, d, qx)
+                })
                 .collect();
             let alphabet_q: f64 = tokens.iter().map(|t| t.2).sum();
-            let (mut free_in, mut free_in_q) = (0, 0.0);
-            let mut held_in_d = 0.0;
-            for &(_, i) in &candidates {
-                match held.get(&i) {
-                    Some(&d) => held_in_d += d,
-                    None => {
-                        free_in += 1;
-                        free_in_q += qv(i);
-                    }
-                }
-            }
-            let held_d: f64 = held.values().sum();
+            let held_d: f64 = held.iter().map(|e| e.1).sum();
             // Ω₀ masses by subtraction; exactly 0 when Ω₀ (or its free
             // part) is empty, so no rounding residue appears there.
-            let q2_outside = if size == n {
-                0.0
+            let (q1_outside, q2_outside) = if size == n {
+                (0.0, 0.0)
             } else {
-                (q_total - alphabet_q).max(0.0)
+                let free_out_q = if free_count == free_in {
+                    0.0
+                } else {
+                    (free_q - free_in_q).max(0.0)
+                };
+                (
+                    (held_d - held_in_d).max(0.0) + scale * free_out_q,
+                    (q_total - alphabet_q).max(0.0),
+                )
             };
-            let free_out_q = if free_count == free_in {
-                0.0
-            } else {
-                (free_q - free_in_q).max(0.0)
-            };
-            let held_out_d = if size == n {
-                0.0
-            } else {
-                (held_d - held_in_d).max(0.0)
-            };
-            let q1_outside = held_out_d + scale * free_out_q;
             let rule = AlphabetRule::new(p, &tokens, q1_outside, q2_outside, config);
 
-            // The winner's law: the closed form off the alphabet.
-            for (&i, d) in held.iter_mut() {
-                *d = rule.outside_intermediate(*d, qv(i));
+            // The winner's law: the closed form off the alphabet, then the
+            // alphabet's own values (inserted in id order).
+            for entry in held.iter_mut() {
+                entry.1 = rule.outside_intermediate(entry.1, q.get(entry.0));
             }
-            for (r, &(_, i)) in candidates.iter().enumerate() {
-                held.insert(i, rule.alphabet_intermediate(r));
+            for (r, &(x, _, _)) in tokens.iter().enumerate() {
+                let value = rule.alphabet_intermediate(r);
+                match held.binary_search_by_key(&x, |e| e.0) {
+                    Ok(i) => held[i].1 = value,
+                    Err(i) => held.insert(i, (x, value)),
+                }
             }
             let c = rule.outside_first();
             scale = c * q2_outside * scale + (1.0 - c) * q1_outside;
@@ -336,13 +352,10 @@ impl<'a> IidStages<'a> {
             ranks.sort_unstable();
             stages.push(IidStage { rule, ranks });
         }
-        let mut explicit: Vec<(u32, f64)> =
-            held.into_iter().map(|(i, d)| (support[i], d)).collect();
-        explicit.sort_unstable_by_key(|&(id, _)| id);
         Self {
             q,
             stages,
-            explicit,
+            explicit: held,
             scale,
         }
     }
