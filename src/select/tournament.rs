@@ -179,7 +179,18 @@ struct IidStages<'a> {
     stages: Vec<IidStage>,
     /// `(id, p_I)`, sorted by id.
     explicit: Vec<(u32, f64)>,
+    /// Bit `id mod 4096` set for every explicit id: most look-ups (the
+    /// residual walks all of p's support, 50272 tokens untruncated) then
+    /// skip the binary search.
+    filter: Box<[u64; FILTER_WORDS]>,
     scale: f64,
+}
+
+const FILTER_WORDS: usize = 64;
+
+fn filter_slot(id: u32) -> (usize, u64) {
+    let bit = id as usize % (64 * FILTER_WORDS);
+    (bit / 64, 1 << (bit % 64))
 }
 
 impl<'a> IidStages<'a> {
@@ -352,15 +363,25 @@ impl<'a> IidStages<'a> {
             ranks.sort_unstable();
             stages.push(IidStage { rule, ranks });
         }
+        let mut filter = Box::new([0u64; FILTER_WORDS]);
+        for &(x, _) in &held {
+            let (word, bit) = filter_slot(x);
+            filter[word] |= bit;
+        }
         Self {
             q,
             stages,
             explicit: held,
+            filter,
             scale,
         }
     }
 
     fn intermediate(&self, y: u32) -> f64 {
+        let (word, bit) = filter_slot(y);
+        if self.filter[word] & bit == 0 {
+            return self.scale * self.q.get(y);
+        }
         match self.explicit.binary_search_by_key(&y, |&(id, _)| id) {
             Ok(i) => self.explicit[i].1,
             Err(_) => self.scale * self.q.get(y),
@@ -375,12 +396,19 @@ fn kth_key(candidates: &[(f64, usize)], k: usize) -> f64 {
     *kth
 }
 
-/// A list handed out in sorted order, sorting only as far as it is read:
-/// each extension selects the next chunk (O(rest)) and sorts it, so
-/// reading the first `j` items costs O(n + j log j), not O(n log n).
+/// A list handed out in sorted order, sorting only as far as it is read.
+///
+/// Untruncated, a stream holds the whole vocabulary (50272 tokens) while a
+/// stage reads a few dozen: a full sort, or even `select_nth` (≈ 3 compared
+/// moves per item), would cost more than the rest of the tournament. The
+/// sorted prefix is found by one filtering pass instead: an item is kept
+/// only if it ranks ahead of the `take`-th best kept so far (one comparison
+/// for almost every item), then the kept ones are sorted. Reading past the
+/// prefix doubles it (a new pass), so reading `j` items costs
+/// O(n log(j/chunk) + j log j).
 struct LazyOrder<T, F> {
     items: Vec<T>,
-    ready: usize,
+    sorted: Vec<T>,
     chunk: usize,
     cmp: F,
 }
@@ -389,24 +417,47 @@ impl<T: Copy, F: Fn(&T, &T) -> Ordering> LazyOrder<T, F> {
     fn new(items: Vec<T>, chunk: usize, cmp: F) -> Self {
         Self {
             items,
-            ready: 0,
+            sorted: Vec::new(),
             chunk: chunk.max(1),
             cmp,
         }
     }
 
     fn get(&mut self, j: usize) -> Option<T> {
-        while j >= self.ready && self.ready < self.items.len() {
-            let rest = &mut self.items[self.ready..];
-            let take = self.chunk.max(self.ready).min(rest.len());
-            if take < rest.len() {
-                rest.select_nth_unstable_by(take - 1, &self.cmp);
-            }
-            rest[..take].sort_unstable_by(&self.cmp);
-            self.ready += take;
+        if j >= self.sorted.len() && self.sorted.len() < self.items.len() {
+            let take = self
+                .chunk
+                .max(2 * self.sorted.len())
+                .max(j + 1)
+                .min(self.items.len());
+            self.sorted = top_sorted(&self.items, take, &self.cmp);
         }
-        self.items[..self.ready].get(j).copied()
+        self.sorted.get(j).copied()
     }
+}
+
+/// The `take` first items of `items` under `cmp` (a total order), sorted.
+fn top_sorted<T: Copy>(items: &[T], take: usize, cmp: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::with_capacity(4 * take);
+    // The take-th best kept so far: anything after it cannot be in the top.
+    let mut bound: Option<T> = None;
+    for item in items {
+        if bound.is_some_and(|b| cmp(item, &b) == Ordering::Greater) {
+            continue;
+        }
+        kept.push(*item);
+        if kept.len() >= 4 * take {
+            kept.select_nth_unstable_by(take - 1, &cmp);
+            kept.truncate(take);
+            bound = Some(kept[take - 1]);
+        }
+    }
+    if take < kept.len() {
+        kept.select_nth_unstable_by(take - 1, &cmp);
+        kept.truncate(take);
+    }
+    kept.sort_unstable_by(&cmp);
+    kept
 }
 
 #[cfg(test)]
