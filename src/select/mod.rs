@@ -18,6 +18,7 @@ pub mod draft;
 pub mod flow;
 pub mod greedy;
 pub mod importance;
+pub mod lazy;
 pub mod optimal;
 pub mod pair;
 pub mod race;

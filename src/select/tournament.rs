@@ -24,13 +24,13 @@
 //! rounding (tested to 1e-13), not to the bit; the alphabets, weights and
 //! coins used are the same.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::Drafts;
+use super::lazy::LazyOrder;
 use super::pair::{AlphabetRule, PairConfig, PairRule, by_priority, gather, union};
 use super::two_step::{SelectionRule, add_weight};
 
@@ -394,70 +394,6 @@ fn kth_key(candidates: &[(f64, usize)], k: usize) -> f64 {
     let mut keys: Vec<f64> = candidates.iter().map(|c| c.0).collect();
     let (_, kth, _) = keys.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
     *kth
-}
-
-/// A list handed out in sorted order, sorting only as far as it is read.
-///
-/// Untruncated, a stream holds the whole vocabulary (50272 tokens) while a
-/// stage reads a few dozen: a full sort, or even `select_nth` (≈ 3 compared
-/// moves per item), would cost more than the rest of the tournament. The
-/// sorted prefix is found by one filtering pass instead: an item is kept
-/// only if it ranks ahead of the `take`-th best kept so far (one comparison
-/// for almost every item), then the kept ones are sorted. Reading past the
-/// prefix doubles it (a new pass), so reading `j` items costs
-/// O(n log(j/chunk) + j log j).
-struct LazyOrder<T, F> {
-    items: Vec<T>,
-    sorted: Vec<T>,
-    chunk: usize,
-    cmp: F,
-}
-
-impl<T: Copy, F: Fn(&T, &T) -> Ordering> LazyOrder<T, F> {
-    fn new(items: Vec<T>, chunk: usize, cmp: F) -> Self {
-        Self {
-            items,
-            sorted: Vec::new(),
-            chunk: chunk.max(1),
-            cmp,
-        }
-    }
-
-    fn get(&mut self, j: usize) -> Option<T> {
-        if j >= self.sorted.len() && self.sorted.len() < self.items.len() {
-            let take = self
-                .chunk
-                .max(2 * self.sorted.len())
-                .max(j + 1)
-                .min(self.items.len());
-            self.sorted = top_sorted(&self.items, take, &self.cmp);
-        }
-        self.sorted.get(j).copied()
-    }
-}
-
-/// The `take` first items of `items` under `cmp` (a total order), sorted.
-fn top_sorted<T: Copy>(items: &[T], take: usize, cmp: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
-    let mut kept: Vec<T> = Vec::with_capacity(4 * take);
-    // The take-th best kept so far: anything after it cannot be in the top.
-    let mut bound: Option<T> = None;
-    for item in items {
-        if bound.is_some_and(|b| cmp(item, &b) == Ordering::Greater) {
-            continue;
-        }
-        kept.push(*item);
-        if kept.len() >= 4 * take {
-            kept.select_nth_unstable_by(take - 1, &cmp);
-            kept.truncate(take);
-            bound = Some(kept[take - 1]);
-        }
-    }
-    if take < kept.len() {
-        kept.select_nth_unstable_by(take - 1, &cmp);
-        kept.truncate(take);
-    }
-    kept.sort_unstable_by(&cmp);
-    kept
 }
 
 #[cfg(test)]
