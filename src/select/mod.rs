@@ -17,6 +17,7 @@ pub mod block;
 pub mod draft;
 pub mod flow;
 pub mod greedy;
+pub mod id_filter;
 pub mod importance;
 pub mod lazy;
 pub mod optimal;

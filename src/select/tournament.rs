@@ -30,6 +30,7 @@ use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::Drafts;
+use super::id_filter::IdFilter;
 use super::lazy::LazyOrder;
 use super::pair::{AlphabetRule, PairConfig, PairRule, by_priority, gather, union};
 use super::two_step::{SelectionRule, add_weight};
@@ -182,15 +183,16 @@ struct IidStages<'a> {
     /// Bit `id mod 4096` set for every explicit id: most look-ups (the
     /// residual walks all of p's support, 50272 tokens untruncated) then
     /// skip the binary search.
-    filter: Box<[u64; FILTER_WORDS]>,
+    filter: IdFilter,
     scale: f64,
 }
 
-const FILTER_WORDS: usize = 64;
-
-fn filter_slot(id: u32) -> (usize, u64) {
-    let bit = id as usize % (64 * FILTER_WORDS);
-    (bit / 64, 1 << (bit % 64))
+/// A token some alphabet has held: its incumbent-law value `d`, with `p`, `q`.
+struct Held {
+    id: u32,
+    d: f64,
+    p: f64,
+    q: f64,
 }
 
 impl<'a> IidStages<'a> {
@@ -216,20 +218,22 @@ impl<'a> IidStages<'a> {
         // The incumbent law: explicit at `held` (sorted by id), `scale·q`
         // at the `free_count` other tokens of q's support, whose q sums to
         // `free_q`.
-        let mut held: Vec<(u32, f64)> = Vec::new();
+        // Each with its p and q: every stage rereads them (the keys, the
+        // closed form), and the vocabulary-sized vectors are cache misses.
+        let mut held: Vec<Held> = Vec::new();
         let mut scale = 1.0;
         let q_total = q.mass();
         let (mut free_q, mut free_count) = (q_total, n);
         let mut stages = Vec::with_capacity(k - 1);
         for _ in 1..k {
-            let is_held = |x: usize| held.binary_search_by_key(&(x as u32), |e| e.0).is_ok();
+            let is_held = |x: usize| held.binary_search_by_key(&(x as u32), |e| e.id).is_ok();
             let free_key = |x: usize, px: f64| {
                 let qx = q.get(x as u32);
                 px - (scale * qx) * qx
             };
             let mut candidates: Vec<(f64, usize)> = held
                 .iter()
-                .map(|&(x, d)| (p.get(x) - d * q.get(x), x as usize))
+                .map(|e| (e.p - e.d * e.q, e.id as usize))
                 .collect();
             // Lower bound on the size-th best key: no token below it can enter.
             let mut threshold = f64::NEG_INFINITY;
@@ -301,10 +305,10 @@ impl<'a> IidStages<'a> {
                 .map(|&(_, x)| {
                     let x = x as u32;
                     let qx = q.get(x);
-                    let d = match held.binary_search_by_key(&x, |e| e.0) {
+                    let d = match held.binary_search_by_key(&x, |e| e.id) {
                         Ok(i) => {
-                            held_in_d += held[i].1;
-                            held[i].1
+                            held_in_d += held[i].d;
+                            held[i].d
                         }
                         Err(_) => {
                             free_in += 1;
@@ -316,7 +320,7 @@ impl<'a> IidStages<'a> {
                 })
                 .collect();
             let alphabet_q: f64 = tokens.iter().map(|t| t.2).sum();
-            let held_d: f64 = held.iter().map(|e| e.1).sum();
+            let held_d: f64 = held.iter().map(|e| e.d).sum();
             // Ω₀ masses by subtraction; exactly 0 when Ω₀ (or its free
             // part) is empty, so no rounding residue appears there.
             let (q1_outside, q2_outside) = if size == n {
@@ -337,13 +341,21 @@ impl<'a> IidStages<'a> {
             // The winner's law: the closed form off the alphabet, then the
             // alphabet's own values (inserted in id order).
             for entry in held.iter_mut() {
-                entry.1 = rule.outside_intermediate(entry.1, q.get(entry.0));
+                entry.d = rule.outside_intermediate(entry.d, entry.q);
             }
-            for (r, &(x, _, _)) in tokens.iter().enumerate() {
+            for (r, &(x, _, qx)) in tokens.iter().enumerate() {
                 let value = rule.alphabet_intermediate(r);
-                match held.binary_search_by_key(&x, |e| e.0) {
-                    Ok(i) => held[i].1 = value,
-                    Err(i) => held.insert(i, (x, value)),
+                match held.binary_search_by_key(&x, |e| e.id) {
+                    Ok(i) => held[i].d = value,
+                    Err(i) => held.insert(
+                        i,
+                        Held {
+                            id: x,
+                            d: value,
+                            p: p.get(x),
+                            q: qx,
+                        },
+                    ),
                 }
             }
             let c = rule.outside_first();
@@ -363,23 +375,21 @@ impl<'a> IidStages<'a> {
             ranks.sort_unstable();
             stages.push(IidStage { rule, ranks });
         }
-        let mut filter = Box::new([0u64; FILTER_WORDS]);
-        for &(x, _) in &held {
-            let (word, bit) = filter_slot(x);
-            filter[word] |= bit;
+        let mut filter = IdFilter::default();
+        for e in &held {
+            filter.insert(e.id);
         }
         Self {
             q,
             stages,
-            explicit: held,
+            explicit: held.iter().map(|e| (e.id, e.d)).collect(),
             filter,
             scale,
         }
     }
 
     fn intermediate(&self, y: u32) -> f64 {
-        let (word, bit) = filter_slot(y);
-        if self.filter[word] & bit == 0 {
+        if !self.filter.may_contain(y) {
             return self.scale * self.q.get(y);
         }
         match self.explicit.binary_search_by_key(&y, |&(id, _)| id) {
