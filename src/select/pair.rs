@@ -288,7 +288,8 @@ impl AlphabetRule {
     /// higher-priority token of the pair.
     fn lp_weights(&self, p: &Dist) -> Vec<f64> {
         let s = self.inner;
-        let mut network = FlowNetwork::new(2 + s);
+        let pair_count = s * s.saturating_sub(1);
+        let mut network = FlowNetwork::with_capacity(2 + s, s + 3 * pair_count);
         let (source, sink) = (0, 1);
         let token_node = |r: usize| 2 + r;
         for r in 0..s {
@@ -298,14 +299,14 @@ impl AlphabetRule {
                 (p.get(self.ids[r]) - self.inner_base(r)).max(0.0),
             );
         }
-        let mut pairs = Vec::with_capacity(s * s.saturating_sub(1));
+        let mut pairs = Vec::with_capacity(pair_count);
         for u in 0..s {
             for v in 0..s {
                 if u == v {
                     continue;
                 }
                 let capacity = self.q1[u] * self.q2[v];
-                let node = network.add_node();
+                let node = network.add_node_with_degree(3);
                 network.add_edge(source, node, capacity);
                 let to_first = network.add_edge(node, token_node(u), f64::INFINITY);
                 let to_second = network.add_edge(node, token_node(v), f64::INFINITY);
