@@ -42,7 +42,8 @@ pub struct Tournament<'a> {
 
 enum Stages<'a> {
     Aligned(Vec<PairRule>),
-    Iid(IidStages<'a>),
+    /// Boxed: its id filter makes it large, and there is one per node.
+    Iid(Box<IidStages<'a>>),
 }
 
 impl<'a> Tournament<'a> {
@@ -52,7 +53,12 @@ impl<'a> Tournament<'a> {
         if drafts.k() > 1 && drafts.is_identical() {
             return Self {
                 first: drafts.law(0),
-                stages: Stages::Iid(IidStages::new(p, drafts.law(0), drafts.k(), config)),
+                stages: Stages::Iid(Box::new(IidStages::new(
+                    p,
+                    drafts.law(0),
+                    drafts.k(),
+                    config,
+                ))),
             };
         }
         Self::general(p, drafts, config)
@@ -262,7 +268,7 @@ impl<'a> IidStages<'a> {
             }
             refresh(&candidates, &mut threshold);
             // Every `p = 0` key is ≤ 0: skip the stream above a positive threshold.
-            if size > 0 && !(threshold > 0.0) {
+            if size > 0 && threshold <= 0.0 {
                 let by_q = by_q.get_or_insert_with(|| {
                     let zero: Vec<(f64, usize)> = q
                         .support()

@@ -137,6 +137,11 @@ pub fn h_star_value(p: &Dist, q: &Dist, n: usize) -> f64 {
     best_prefix(&zero, &live, n).1
 }
 
+/// A `p = 0` token of `q`'s support: `(q, id)`.
+type ZeroEntry = (f64, u32);
+/// A `p > 0` token of `q`'s support: `(p, q, id)`.
+type LiveEntry = (f64, f64, u32);
+
 /// `q`'s support in ascending `p/q` (ties by id), split in two: the tokens
 /// with `p = 0` as `(q, id)`, then the rest as `(p, q, id)`.
 ///
@@ -149,7 +154,7 @@ pub fn h_star_value(p: &Dist, q: &Dist, n: usize) -> f64 {
 /// same comparator, so the order is the one a full sort gives (up to
 /// products `p·q` that underflow to 0, where the cross-multiplied
 /// comparison was already not a total order).
-fn ratio_order(p: &Dist, q: &Dist) -> (Vec<(f64, u32)>, Vec<(f64, f64, u32)>) {
+fn ratio_order(p: &Dist, q: &Dist) -> (Vec<ZeroEntry>, Vec<LiveEntry>) {
     let support = q.support();
     let mut zero = Vec::with_capacity(support.len());
     let mut live = Vec::new();
@@ -168,7 +173,7 @@ fn ratio_order(p: &Dist, q: &Dist) -> (Vec<(f64, u32)>, Vec<(f64, f64, u32)>) {
 
 /// The scan of `p(S) − q(S)^n` along [`ratio_order`]'s order: the first
 /// (shortest) minimising prefix length and `1 + min`.
-fn best_prefix(zero: &[(f64, u32)], live: &[(f64, f64, u32)], n: usize) -> (usize, f64) {
+fn best_prefix(zero: &[ZeroEntry], live: &[LiveEntry], n: usize) -> (usize, f64) {
     let (mut p_sum, mut q_sum) = (0.0, 0.0);
     let (mut best, mut best_len) = (0.0, 0);
     let entries = zero
