@@ -402,8 +402,9 @@ pub struct BenchOptimalArgs {
     /// Numbers of drafts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
     pub drafts: Vec<usize>,
-    /// Truncations of both models: `p0.95` (top-p) or a top-k like `10`.
-    #[arg(long, value_delimiter = ',', default_value = "p0.95,10,100,1000")]
+    /// Truncations of both models: `p0.95` (top-p), `p1` (none), or a
+    /// top-k like `k10` (a bare `10` is top-k too).
+    #[arg(long, value_delimiter = ',', default_value = "p0.95,k10,k100,k1000")]
     pub truncations: Vec<String>,
     /// Random nodes per cell.
     #[arg(long, default_value_t = 40)]
@@ -431,13 +432,17 @@ pub struct BenchSelectArgs {
     pub drafts: Vec<usize>,
     #[arg(long, default_value_t = 50272)]
     pub vocab: usize,
-    /// Random nodes per (scheme, K).
+    /// Truncations of both models, each a block of rows: `p0.95` (top-p),
+    /// `p1` (none: the whole vocabulary), or a top-k like `k100`.
+    #[arg(long, value_delimiter = ',', default_value = "p0.95")]
+    pub truncations: Vec<String>,
+    /// Random nodes per (truncation, K).
     #[arg(long, default_value_t = 20)]
     pub nodes: usize,
     /// Tokens timed per node.
     #[arg(long, default_value_t = 200)]
     pub tokens: usize,
-    /// Draft temperature (the target runs at 1.0; both use top-p 0.95).
+    /// Draft temperature (the target runs at 1.0; both use the truncation).
     #[arg(long, default_value_t = 1.2)]
     pub draft_temp: f64,
     #[arg(long, default_value_t = 1)]

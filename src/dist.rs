@@ -20,6 +20,10 @@ pub const SUM_TOLERANCE: f64 = 1e-9;
 pub struct Dist {
     probs: Vec<f64>,
     support: Vec<u32>,
+    /// `Σ probs` over the support in id order (1 up to rounding), kept so
+    /// that a scheme needing the exact total (the IS tournament's `Ω₀`
+    /// masses) need not walk a support of thousands of scattered ids.
+    mass: f64,
 }
 
 /// Why a vector is not a probability distribution.
@@ -85,13 +89,23 @@ impl Dist {
     /// Wraps a vector the caller has already made a distribution
     /// (nonnegative, finite, summing to 1 up to rounding).
     pub fn from_trusted(probs: Vec<f64>) -> Self {
-        let support = probs
+        let support: Vec<u32> = probs
             .iter()
             .enumerate()
             .filter(|&(_, &p)| p > 0.0)
             .map(|(i, _)| i as u32)
             .collect();
-        Self { probs, support }
+        Self::with_support(probs, support)
+    }
+
+    /// `probs` with its support (ascending ids of the positive entries).
+    fn with_support(probs: Vec<f64>, support: Vec<u32>) -> Self {
+        let mass = support.iter().map(|&i| probs[i as usize]).sum();
+        Self {
+            probs,
+            support,
+            mass,
+        }
     }
 
     /// Dense probabilities over the whole vocabulary.
@@ -102,6 +116,12 @@ impl Dist {
     /// Ids with positive mass, ascending.
     pub fn support(&self) -> &[u32] {
         &self.support
+    }
+
+    /// `Σ_x p(x)` summed over the support in id order: the total the
+    /// schemes' own sums would give (1 up to rounding).
+    pub fn mass(&self) -> f64 {
+        self.mass
     }
 
     /// Vocabulary size.
@@ -209,10 +229,7 @@ impl Processing {
                 for &id in &ids {
                     probs[id as usize] = weights[id as usize] / sum;
                 }
-                Dist {
-                    probs,
-                    support: ids,
-                }
+                Dist::with_support(probs, ids)
             }
         })
     }

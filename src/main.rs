@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use specbench::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
+use specbench::bench::truncation::Truncation;
 use specbench::bench::{BenchOptions, bench_select};
 use specbench::cli::{
     BenchCommand, Cli, Command, DataCommand, Figure2Args, InspectCommand, RunArgs, TheoryCommand,
@@ -210,6 +211,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 schemes: args.schemes,
                 drafts: args.drafts,
                 vocab: args.vocab,
+                truncations: Truncation::parse_list(&args.truncations)?,
                 nodes: args.nodes,
                 tokens_per_node: args.tokens,
                 draft_temperature: args.draft_temp,
@@ -217,6 +219,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             if options.drafts.contains(&0) || options.nodes == 0 || options.tokens_per_node == 0 {
                 return Err("--drafts, --nodes and --tokens must be at least 1".into());
+            }
+            if options.vocab < 2 {
+                return Err("--vocab must be at least 2".into());
             }
             let report = bench_select(&options).map_err(|e| e.to_string())?;
             if args.json {
@@ -274,11 +279,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             if let Some(sets) = args.sets {
                 options.settings.set_budget = sets;
             }
-            options.truncations = args
-                .truncations
-                .iter()
-                .map(|t| parse_truncation(t))
-                .collect::<Result<_, _>>()?;
+            options.truncations = Truncation::parse_list(&args.truncations)?;
             if options.drafts.iter().any(|&k| k < 2)
                 || options.nodes == 0
                 || options.settings.set_budget == 0
@@ -393,17 +394,4 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         report.out_dir.display()
     );
     Ok(())
-}
-
-/// `p0.95` → top-p (the only nucleus the bench uses), `100` → top-k 100.
-fn parse_truncation(text: &str) -> Result<Option<usize>, String> {
-    if text == "p0.95" {
-        return Ok(None);
-    }
-    match text.parse::<usize>() {
-        Ok(k) if k >= 1 => Ok(Some(k)),
-        _ => Err(format!(
-            "truncation '{text}' is neither p0.95 nor a top-k >= 1: write e.g. --truncations p0.95,10,100"
-        )),
-    }
 }

@@ -210,3 +210,99 @@ fn bench_select_runs_a_tiny_configuration() {
         "{text}"
     );
 }
+
+#[test]
+fn bench_select_json_has_one_row_per_truncation_scheme_and_k() {
+    let out = specbench(&[
+        "bench",
+        "select",
+        "--schemes",
+        "single,spectr,is",
+        "--drafts",
+        "2,4",
+        "--nodes",
+        "2",
+        "--tokens",
+        "3",
+        "--vocab",
+        "3000",
+        "--truncations",
+        "p0.95,p1,k10",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["vocab"].as_u64(), Some(3000));
+    let truncations = json["truncations"].as_array().unwrap();
+    let labels: Vec<&str> = truncations
+        .iter()
+        .map(|t| t["truncation"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["top-p 0.95", "top-p 1", "top-k 10"]);
+    // Untruncated, every token is in both supports; top-k 10 keeps 10.
+    assert_eq!(truncations[1]["median_draft_support"].as_u64(), Some(3000));
+    assert_eq!(truncations[2]["median_target_support"].as_u64(), Some(10));
+    let rows = json["rows"].as_array().unwrap();
+    // (3 schemes + the P* row) × 2 K × 3 truncations.
+    assert_eq!(rows.len(), 4 * 2 * 3, "{rows:?}");
+    for label in labels {
+        for k in [2, 4] {
+            for scheme in ["single", "spectr", "is:m=40:s=5", "P* (value)"] {
+                let matching: Vec<&serde_json::Value> = rows
+                    .iter()
+                    .filter(|r| r["truncation"] == label && r["k"] == k && r["scheme"] == scheme)
+                    .collect();
+                assert_eq!(matching.len(), 1, "{label} K={k} {scheme}");
+                let row = matching[0];
+                let (median, max) = (
+                    row["median_us"].as_f64().unwrap(),
+                    row["max_us"].as_f64().unwrap(),
+                );
+                assert!(median > 0.0 && median <= max, "{row}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bench_select_table_names_each_truncation() {
+    let out = specbench(&[
+        "bench",
+        "select",
+        "--schemes",
+        "single",
+        "--drafts",
+        "2",
+        "--nodes",
+        "1",
+        "--tokens",
+        "2",
+        "--vocab",
+        "500",
+        "--truncations",
+        "p1,100",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("top-p 1;") && text.contains("top-k 100;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_truncations_are_one_line_errors() {
+    for (command, bad) in [
+        ("select", "p1.5"),
+        ("select", "k0"),
+        ("select", "top-k"),
+        ("optimal", "p0"),
+        ("optimal", "x"),
+    ] {
+        let out = specbench(&["bench", command, "--truncations", bad, "--nodes", "1"]);
+        assert!(!out.status.success(), "{command} {bad}");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(bad) && err.contains("p0.95"), "{err}");
+    }
+}

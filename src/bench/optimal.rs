@@ -8,20 +8,20 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use super::median;
+use super::truncation::Truncation;
 use crate::rng::SpecRng;
 use crate::select::optimal::Optimal;
 use crate::select::optimal::global::{GlobalResolution, GrSettings};
 use crate::select::optimal::window::WindowRule;
 use crate::select::race::{Race, first_arrivals, race_winner};
 use crate::select::{DraftLaw, Drafts, Scheme};
-use crate::verify::instances::{Instance, Realism, realistic_instance};
+use crate::verify::instances::{Instance, realistic_instance};
 
 #[derive(Clone, Debug)]
 pub struct OptimalBenchOptions {
     pub vocabs: Vec<usize>,
     pub drafts: Vec<usize>,
-    /// Truncations: `None` = top-p 0.95, `Some(k)` = top-k k.
-    pub truncations: Vec<Option<usize>>,
+    pub truncations: Vec<Truncation>,
     pub nodes: usize,
     pub settings: GrSettings,
     pub seed: u64,
@@ -32,7 +32,12 @@ impl Default for OptimalBenchOptions {
         Self {
             vocabs: vec![50272, 128256],
             drafts: vec![2, 4, 8],
-            truncations: vec![None, Some(10), Some(100), Some(1000)],
+            truncations: vec![
+                Truncation::TopP(0.95),
+                Truncation::TopK(10),
+                Truncation::TopK(100),
+                Truncation::TopK(1000),
+            ],
             nodes: 40,
             settings: GrSettings::default(),
             seed: 1,
@@ -77,12 +82,7 @@ pub fn bench_optimal(options: &OptimalBenchOptions) -> Vec<OptimalRow> {
     let mut rows = Vec::new();
     for &vocab in &options.vocabs {
         for &truncation in &options.truncations {
-            let shape = Realism {
-                vocab,
-                top_k: truncation,
-                top_p: if truncation.is_some() { 1.0 } else { 0.95 },
-                ..Realism::default()
-            };
+            let shape = truncation.realism(vocab);
             for &k in &options.drafts {
                 let mut rng = SpecRng::derive(options.seed, &[vocab as u64, k as u64]);
                 let nodes: Vec<Instance> = (0..options.nodes)
@@ -98,7 +98,7 @@ pub fn bench_optimal(options: &OptimalBenchOptions) -> Vec<OptimalRow> {
 fn bench_cell(
     nodes: &[Instance],
     vocab: usize,
-    truncation: Option<usize>,
+    truncation: Truncation,
     k: usize,
     options: &OptimalBenchOptions,
     rng: &mut SpecRng,
@@ -113,7 +113,7 @@ fn bench_cell(
     let mut supports = Vec::new();
     let mut row = OptimalRow {
         vocab,
-        truncation: truncation.map_or("top-p 0.95".into(), |t| format!("top-k {t}")),
+        truncation: truncation.to_string(),
         k,
         median_draft_support: 0,
         median_us: 0.0,

@@ -36,6 +36,22 @@ impl FlowNetwork {
         }
     }
 
+    /// An empty network with room reserved for `edges` edges (and their
+    /// reverses), so building it does not reallocate: the IS tournament
+    /// builds one per stage, and allocation was a visible share of it.
+    pub fn with_capacity(nodes: usize, edges: usize) -> Self {
+        Self {
+            edges: Vec::with_capacity(2 * edges),
+            adjacency: vec![Vec::new(); nodes],
+        }
+    }
+
+    /// Adds a node and returns its index; `degree` edges' room reserved.
+    pub fn add_node_with_degree(&mut self, degree: usize) -> usize {
+        self.adjacency.push(Vec::with_capacity(degree));
+        self.adjacency.len() - 1
+    }
+
     /// Adds a node and returns its index.
     pub fn add_node(&mut self) -> usize {
         self.adjacency.push(Vec::new());

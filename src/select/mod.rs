@@ -17,7 +17,9 @@ pub mod block;
 pub mod draft;
 pub mod flow;
 pub mod greedy;
+pub mod id_filter;
 pub mod importance;
+pub mod lazy;
 pub mod optimal;
 pub mod pair;
 pub mod race;
@@ -26,6 +28,7 @@ pub mod rsd;
 pub mod single;
 pub mod specinfer;
 pub mod spectr;
+pub mod tournament;
 pub mod two_step;
 pub mod weighted;
 

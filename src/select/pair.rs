@@ -53,9 +53,9 @@ const OUTSIDE: u32 = u32::MAX;
 /// The rule built for one `(p, q1, q2)`.
 ///
 /// Both laws are vectors aligned with one sorted id list `ids` that covers
-/// their supports. A tournament shares that list between its stages, so a
-/// stage's exact `p_I` is the next stage's `q1` with no look-ups and no
-/// vocabulary-sized allocation.
+/// their supports. A tournament of non-identical drafts shares that list
+/// between its stages, so a stage's exact `p_I` is the next stage's `q1`
+/// with no look-ups and no vocabulary-sized allocation.
 #[derive(Clone, Debug)]
 pub struct PairRule {
     ids: Arc<[u32]>,
@@ -63,8 +63,21 @@ pub struct PairRule {
     q2: Vec<f64>,
     /// Rank of each position in `Ω′` (0 = highest priority), or `OUTSIDE`.
     rank_at: Vec<u32>,
-    /// `Ω′` in priority order, as positions.
-    alphabet: Vec<usize>,
+    core: AlphabetRule,
+}
+
+/// Everything the rule needs beyond "which rank does a token have": the
+/// alphabet `Ω′` with both laws on it, the masses of `Ω₀`, the weights `σ`
+/// and the exact `p_I` of the alphabet. It never looks at `Ω₀` token by
+/// token (outside the alphabet `p_I` is a closed form in `q1`, `q2` and the
+/// two `Ω₀` masses), which is what lets the i.i.d. tournament
+/// ([`super::tournament`]) work on the alphabet alone.
+#[derive(Clone, Debug)]
+pub struct AlphabetRule {
+    /// `Ω′` in priority order: ids, and `q1`, `q2` by rank.
+    ids: Vec<u32>,
+    q1: Vec<f64>,
+    q2: Vec<f64>,
     /// `suffix1[r] = Σ_{rank ≥ r} q1` over the alphabet (`suffix1[M] = 0`); same for q2.
     suffix1: Vec<f64>,
     suffix2: Vec<f64>,
@@ -83,6 +96,13 @@ pub struct PairRule {
 /// Values of `q` at `ids`.
 pub fn gather(q: &Dist, ids: &[u32]) -> Vec<f64> {
     ids.iter().map(|&x| q.get(x)).collect()
+}
+
+/// Larger key first, ties by smaller position: the priority order of `Ω′`.
+pub(crate) fn by_priority(a: &(f64, usize), b: &(f64, usize)) -> Ordering {
+    b.0.partial_cmp(&a.0)
+        .unwrap_or(Ordering::Equal)
+        .then(a.1.cmp(&b.1))
 }
 
 impl PairRule {
@@ -108,11 +128,6 @@ impl PairRule {
             .filter(|&i| q1[i] + q2[i] > 0.0)
             .map(|i| (p.get(ids[i]) - q1[i] * q2[i], i))
             .collect();
-        let by_priority = |a: &(f64, usize), b: &(f64, usize)| {
-            b.0.partial_cmp(&a.0)
-                .unwrap_or(Ordering::Equal)
-                .then(a.1.cmp(&b.1))
-        };
         // O(n) selection of Ω′; the tail of `order` is then exactly Ω₀.
         let size = config.alphabet.min(order.len());
         if size > 0 && size < order.len() {
@@ -122,25 +137,99 @@ impl PairRule {
         alphabet.sort_unstable_by(by_priority);
         let q1_outside = outside.iter().map(|&(_, i)| q1[i]).sum();
         let q2_outside = outside.iter().map(|&(_, i)| q2[i]).sum();
-        let alphabet: Vec<usize> = alphabet.iter().map(|&(_, i)| i).collect();
         let mut rank_at = vec![OUTSIDE; ids.len()];
-        for (r, &i) in alphabet.iter().enumerate() {
+        for (r, &(_, i)) in alphabet.iter().enumerate() {
             rank_at[i] = r as u32;
         }
+        let tokens: Vec<(u32, f64, f64)> = alphabet
+            .iter()
+            .map(|&(_, i)| (ids[i], q1[i], q2[i]))
+            .collect();
+        let core = AlphabetRule::new(p, &tokens, q1_outside, q2_outside, config);
+        Self {
+            ids,
+            q1,
+            q2,
+            rank_at,
+            core,
+        }
+    }
+
+    fn position(&self, x: u32) -> Option<usize> {
+        self.ids.binary_search(&x).ok()
+    }
+
+    fn rank(&self, x: u32) -> Option<usize> {
+        self.position(x)
+            .map(|i| self.rank_at[i])
+            .filter(|&r| r != OUTSIDE)
+            .map(|r| r as usize)
+    }
+
+    /// `p_I` at a position of `ids`.
+    fn intermediate_at(&self, i: usize) -> f64 {
+        let rank = self.rank_at[i];
+        if rank != OUTSIDE {
+            return self.core.alphabet_intermediate[rank as usize];
+        }
+        self.core.outside_intermediate(self.q1[i], self.q2[i])
+    }
+
+    /// `p_I(k)`, exact for this rule, for any token (0 off the draftable tokens).
+    pub fn intermediate(&self, k: u32) -> f64 {
+        self.position(k).map_or(0.0, |i| self.intermediate_at(i))
+    }
+
+    /// `p_I` aligned with this rule's ids: the next tournament stage's `q1`.
+    pub fn intermediate_aligned(&self) -> Vec<f64> {
+        (0..self.ids.len())
+            .map(|i| self.intermediate_at(i))
+            .collect()
+    }
+
+    /// `Pr[select x_1]` for inputs `(x_1, x_2)`.
+    pub fn first_probability(&self, x1: u32, x2: u32) -> f64 {
+        if x1 == x2 {
+            return 1.0;
+        }
+        self.core.first_probability(self.rank(x1), self.rank(x2))
+    }
+
+    /// Selects one of `(x_1, x_2)`; `u` is a uniform in [0, 1).
+    pub fn choose(&self, x1: u32, x2: u32, u: f64) -> u32 {
+        if u < self.first_probability(x1, x2) {
+            x1
+        } else {
+            x2
+        }
+    }
+}
+
+impl AlphabetRule {
+    /// The rule on `Ω′ = tokens` (`(id, q1, q2)` in priority order), with
+    /// `Ω₀` given by its two masses.
+    pub fn new(
+        p: &Dist,
+        tokens: &[(u32, f64, f64)],
+        q1_outside: f64,
+        q2_outside: f64,
+        config: PairConfig,
+    ) -> Self {
+        let size = tokens.len();
+        let q1: Vec<f64> = tokens.iter().map(|t| t.1).collect();
+        let q2: Vec<f64> = tokens.iter().map(|t| t.2).collect();
         let suffix = |q: &[f64]| {
-            let mut sums = vec![0.0; alphabet.len() + 1];
-            for r in (0..alphabet.len()).rev() {
-                sums[r] = sums[r + 1] + q[alphabet[r]];
+            let mut sums = vec![0.0; size + 1];
+            for r in (0..size).rev() {
+                sums[r] = sums[r + 1] + q[r];
             }
             sums
         };
         let (suffix1, suffix2) = (suffix(&q1), suffix(&q2));
         let mut rule = Self {
-            ids,
+            ids: tokens.iter().map(|t| t.0).collect(),
             q1,
             q2,
-            rank_at,
-            alphabet,
             suffix1,
             suffix2,
             inner: config.inner.clamp(1, size.max(1)).min(size),
@@ -157,33 +246,40 @@ impl PairRule {
             }
             InnerRule::Target => rule.weight_rule(|_, x| p.get(x)),
         };
-        rule.alphabet_intermediate = (0..rule.alphabet.len())
-            .map(|r| rule.alphabet_p_i(r))
-            .collect();
+        rule.alphabet_intermediate = (0..size).map(|r| rule.alphabet_p_i(r)).collect();
         rule
     }
 
-    fn position(&self, x: u32) -> Option<usize> {
-        self.ids.binary_search(&x).ok()
+    /// `Ω′` in priority order.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
     }
 
-    fn rank(&self, x: u32) -> Option<usize> {
-        self.position(x)
-            .map(|i| self.rank_at[i])
-            .filter(|&r| r != OUTSIDE)
-            .map(|r| r as usize)
+    /// `p_I` of the alphabet token of rank `r`.
+    pub fn alphabet_intermediate(&self, r: usize) -> f64 {
+        self.alphabet_intermediate[r]
+    }
+
+    /// `q1(Ω₀)` and `q2(Ω₀)`.
+    pub fn outside_masses(&self) -> (f64, f64) {
+        (self.q1_outside, self.q2_outside)
+    }
+
+    /// `Pr[select X_1]` when `X_1 = x_1`, `X_2 = x_2` and `Ω₀` is weighted by `c`.
+    pub fn outside_first(&self) -> f64 {
+        self.outside_first
     }
 
     fn sigma(&self, u: usize, v: usize) -> f64 {
         self.sigma[u * self.inner + v]
     }
 
-    /// `f_k`: what an `Ω₁` token gets from tuples it shares with `Ω₂ ∪ Ω₀`
-    /// (it always wins those) or with itself.
-    fn inner_base(&self, i: usize) -> f64 {
+    /// `f_k`: what an `Ω₁` token (rank `r`) gets from tuples it shares with
+    /// `Ω₂ ∪ Ω₀` (it always wins those) or with itself.
+    fn inner_base(&self, r: usize) -> f64 {
         let below1 = self.suffix1[self.inner] + self.q1_outside;
         let below2 = self.suffix2[self.inner] + self.q2_outside;
-        self.q1[i] * self.q2[i] + self.q1[i] * below2 + below1 * self.q2[i]
+        self.q1[r] * self.q2[r] + self.q1[r] * below2 + below1 * self.q2[r]
     }
 
     /// The truncated LP on `Ω₁` as a max-flow (`SCHEMES.md` f.2 step 4):
@@ -192,25 +288,25 @@ impl PairRule {
     /// higher-priority token of the pair.
     fn lp_weights(&self, p: &Dist) -> Vec<f64> {
         let s = self.inner;
-        let block = &self.alphabet[..s];
-        let mut network = FlowNetwork::new(2 + s);
+        let pair_count = s * s.saturating_sub(1);
+        let mut network = FlowNetwork::with_capacity(2 + s, s + 3 * pair_count);
         let (source, sink) = (0, 1);
         let token_node = |r: usize| 2 + r;
-        for (r, &i) in block.iter().enumerate() {
+        for r in 0..s {
             network.add_edge(
                 token_node(r),
                 sink,
-                (p.get(self.ids[i]) - self.inner_base(i)).max(0.0),
+                (p.get(self.ids[r]) - self.inner_base(r)).max(0.0),
             );
         }
-        let mut pairs = Vec::with_capacity(s * s.saturating_sub(1));
+        let mut pairs = Vec::with_capacity(pair_count);
         for u in 0..s {
             for v in 0..s {
                 if u == v {
                     continue;
                 }
-                let capacity = self.q1[block[u]] * self.q2[block[v]];
-                let node = network.add_node();
+                let capacity = self.q1[u] * self.q2[v];
+                let node = network.add_node_with_degree(3);
                 network.add_edge(source, node, capacity);
                 let to_first = network.add_edge(node, token_node(u), f64::INFINITY);
                 let to_second = network.add_edge(node, token_node(v), f64::INFINITY);
@@ -234,17 +330,17 @@ impl PairRule {
     }
 
     /// `σ(u, v) = w_1(u) / (w_1(u) + w_2(v))`, ½ when both weights are 0;
-    /// `weight(q_i(x), x)`.
+    /// `weight(q_i(x), x)`. The weights are evaluated once per rank (not
+    /// once per pair: s² look-ups into the vocabulary-sized `p`), with the
+    /// same arithmetic, so `σ` is the same to the bit.
     fn weight_rule(&self, weight: impl Fn(f64, u32) -> f64) -> Vec<f64> {
         let s = self.inner;
+        let w1: Vec<f64> = (0..s).map(|u| weight(self.q1[u], self.ids[u])).collect();
+        let w2: Vec<f64> = (0..s).map(|v| weight(self.q2[v], self.ids[v])).collect();
         let mut sigma = vec![1.0; s * s];
         for u in 0..s {
             for v in 0..s {
-                let (a, b) = (self.alphabet[u], self.alphabet[v]);
-                let (w1, w2) = (
-                    weight(self.q1[a], self.ids[a]),
-                    weight(self.q2[b], self.ids[b]),
-                );
+                let (w1, w2) = (w1[u], w2[v]);
                 sigma[u * s + v] = if w1 + w2 > 0.0 { w1 / (w1 + w2) } else { 0.5 };
             }
         }
@@ -253,15 +349,13 @@ impl PairRule {
 
     /// `p_I` of the alphabet token of rank `r` (`SCHEMES.md` f.3).
     fn alphabet_p_i(&self, r: usize) -> f64 {
-        let k = self.alphabet[r];
-        let (q1k, q2k) = (self.q1[k], self.q2[k]);
+        let (q1k, q2k) = (self.q1[r], self.q2[r]);
         if r < self.inner {
-            let mut value = self.inner_base(k);
+            let mut value = self.inner_base(r);
             for j in 0..self.inner {
                 if j != r {
-                    let other = self.alphabet[j];
-                    value += q1k * self.q2[other] * self.sigma(r, j)
-                        + self.q1[other] * q2k * (1.0 - self.sigma(j, r));
+                    value += q1k * self.q2[j] * self.sigma(r, j)
+                        + self.q1[j] * q2k * (1.0 - self.sigma(j, r));
                 }
             }
             value
@@ -272,35 +366,17 @@ impl PairRule {
         }
     }
 
-    /// `p_I` at a position of `ids`.
-    fn intermediate_at(&self, i: usize) -> f64 {
-        let rank = self.rank_at[i];
-        if rank != OUTSIDE {
-            return self.alphabet_intermediate[rank as usize];
-        }
-        let (q1k, q2k) = (self.q1[i], self.q2[i]);
+    /// `p_I` of an `Ω₀` token with laws `q1k`, `q2k`: it meets another `Ω₀`
+    /// token (weighted by `c`) or itself; against the alphabet it loses.
+    pub fn outside_intermediate(&self, q1k: f64, q2k: f64) -> f64 {
         let c = self.outside_first;
         q1k * q2k + c * q1k * (self.q2_outside - q2k) + (1.0 - c) * (self.q1_outside - q1k) * q2k
     }
 
-    /// `p_I(k)`, exact for this rule, for any token (0 off the draftable tokens).
-    pub fn intermediate(&self, k: u32) -> f64 {
-        self.position(k).map_or(0.0, |i| self.intermediate_at(i))
-    }
-
-    /// `p_I` aligned with this rule's ids: the next tournament stage's `q1`.
-    pub fn intermediate_aligned(&self) -> Vec<f64> {
-        (0..self.ids.len())
-            .map(|i| self.intermediate_at(i))
-            .collect()
-    }
-
-    /// `Pr[select x_1]` for inputs `(x_1, x_2)`.
-    pub fn first_probability(&self, x1: u32, x2: u32) -> f64 {
-        if x1 == x2 {
-            return 1.0;
-        }
-        match (self.rank(x1), self.rank(x2)) {
+    /// `Pr[select x_1]` for two different inputs given their ranks in `Ω′`
+    /// (`None`: in `Ω₀`).
+    pub fn first_probability(&self, rank1: Option<usize>, rank2: Option<usize>) -> f64 {
+        match (rank1, rank2) {
             (Some(a), Some(b)) if a < self.inner && b < self.inner => self.sigma(a, b),
             (Some(a), Some(b)) => {
                 if a < b {
@@ -312,15 +388,6 @@ impl PairRule {
             (Some(_), None) => 1.0,
             (None, Some(_)) => 0.0,
             (None, None) => self.outside_first,
-        }
-    }
-
-    /// Selects one of `(x_1, x_2)`; `u` is a uniform in [0, 1).
-    pub fn choose(&self, x1: u32, x2: u32, u: f64) -> u32 {
-        if u < self.first_probability(x1, x2) {
-            x1
-        } else {
-            x2
         }
     }
 }

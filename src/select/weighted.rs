@@ -5,8 +5,8 @@
 
 use crate::dist::Dist;
 
-use super::importance::Tournament;
 use super::pair::{InnerRule, PairConfig};
+use super::tournament::Tournament;
 use super::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
 

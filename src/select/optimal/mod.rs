@@ -40,15 +40,22 @@ pub struct PStar {
 pub fn pstar_iid(p: &Dist, q: &Dist, k: usize) -> PStar {
     let (order, best_len, value) = global::h_star(p, q, k);
     let mut set = order[..best_len].to_vec();
-    set.sort_unstable();
+    // The order starts with the `p = 0` tokens in id order: a stable
+    // (run-adaptive) sort merges that run with the sorted rest in O(n).
+    set.sort();
     PStar { value, set }
+}
+
+/// [`pstar_iid`]'s value without the set: what runs log at every node.
+pub fn pstar_iid_value(p: &Dist, q: &Dist, k: usize) -> f64 {
+    global::h_star_value(p, q, k)
 }
 
 /// `P*` for any drafts: the i.i.d. prefix rule when identical, else the
 /// max-flow over input sets (small supports only).
 pub fn pstar(p: &Dist, drafts: &Drafts) -> Result<f64, SchemeError> {
     if drafts.is_identical() || drafts.k() == 1 {
-        return Ok(pstar_iid(p, drafts.law(0), drafts.k()).value);
+        return Ok(pstar_iid_value(p, drafts.law(0), drafts.k()));
     }
     let sets = SetMasses::of(DraftLaw::Independent, drafts)?;
     Ok(pstar_flow(p, &sets).value)
