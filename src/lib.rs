@@ -5,6 +5,7 @@
 //! * [`theory`]: exact acceptance computations.
 //! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
 //! * [`bench`]: per-token timing of the schemes.
+//! * [`threads`]: the thread count every CPU pool uses, set once at start.
 
 pub mod bench;
 pub mod cli;
@@ -18,4 +19,5 @@ pub mod report;
 pub mod rng;
 pub mod select;
 pub mod theory;
+pub mod threads;
 pub mod verify;

@@ -13,11 +13,11 @@
 
 use anyhow::{Result, bail};
 use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, Linear, VarBuilder};
+use candle_nn::{Embedding, VarBuilder};
 
 use super::kv_cache::KvCache;
 use super::layers::{
-    attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
+    Linear, attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
 };
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
