@@ -73,13 +73,12 @@ pub fn configure(requested: Option<usize>) -> Result<usize> {
     Ok(threads)
 }
 
-/// The thread count in use: what [`configure`] set, else what candle and
-/// rayon pick by themselves (`RAYON_NUM_THREADS` or the machine's CPUs).
+/// The thread count in use, read from rayon's global pool itself (which
+/// starts it with its own default if [`configure`] was not called): what
+/// softmax, layer norm, gemm and [`crate::model::layers::Linear`] split
+/// over.
 pub fn in_use() -> usize {
-    CONFIGURED
-        .get()
-        .copied()
-        .unwrap_or_else(candle_core::utils::get_num_threads)
+    rayon::current_num_threads()
 }
 
 #[cfg(test)]
