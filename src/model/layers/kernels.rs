@@ -9,8 +9,7 @@
 pub const GROUP: usize = 8;
 
 /// `out[j] = w · x[j]` for the `out.len()` (≤ [`GROUP`]) rows of `x`, each
-/// `w.len()` long and stored one after the other. (With the roles swapped,
-/// one activation row against up to 8 consecutive weight rows.)
+/// `w.len()` long and stored one after the other.
 pub fn dots(w: &[f32], x: &[f32], out: &mut [f32]) {
     let n = w.len();
     let rows = out.len();
