@@ -255,7 +255,7 @@ impl Attention {
         let groups = self.heads / self.kv_heads;
         let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
         let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
-        Ok(self.o.forward(&context)?)
+        self.o.forward(&context)
     }
 }
 

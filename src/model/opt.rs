@@ -281,7 +281,7 @@ impl Attention {
         let (k, v) = cache.append(layer, k, v)?;
         // q is already scaled, as transformers scales it.
         let context = attend(&q, &k, &v, mask, 1.0)?;
-        Ok(self.out.forward(&context)?)
+        self.out.forward(&context)
     }
 }
 
@@ -314,7 +314,7 @@ impl Block {
         pre_norm: bool,
     ) -> Result<Tensor> {
         let mlp =
-            |h: &Tensor| -> Result<Tensor> { Ok(self.fc2.forward(&self.fc1.forward(h)?.relu()?)?) };
+            |h: &Tensor| -> Result<Tensor> { self.fc2.forward(&self.fc1.forward(h)?.relu()?) };
         if pre_norm {
             let x = (x + self.attention.forward(
                 &self.attention_norm.forward(x)?,
