@@ -17,6 +17,12 @@
 //! inline instead of handing its chunks to a worker and sleeping (the
 //! context switches issue 19 measured), and at N threads the caller works
 //! beside N − 1 helpers instead of waiting for N.
+//!
+//! The price of `use_current_thread`: rayon work started from some *other*
+//! thread is queued for the pool, and at N = 1 only the main thread could
+//! run it — a deadlock if the main thread is waiting on that thread. No
+//! code here spawns threads that compute; keep it that way, or run such
+//! work through `rayon::spawn`/`scope` from the main thread.
 
 use std::sync::OnceLock;
 
