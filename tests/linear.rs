@@ -1,7 +1,8 @@
 //! The decoders' own linear layer against candle's: every path it takes
 //! (the split dot-product kernel, `(W · xᵀ)ᵀ`, candle's fallback) gives
 //! candle's numbers to float tolerance at 1, 2, 5, 64 and 65 rows, with and
-//! without a bias and with extra leading dimensions.
+//! without a bias, with extra leading dimensions, below and above the size
+//! where the kernel splits its work.
 
 use candle_core::{DType, Device, Tensor};
 use specbench::model::layers::Linear;
@@ -40,7 +41,11 @@ fn relative_gap(a: &Tensor, b: &Tensor) -> f32 {
 
 #[test]
 fn every_path_matches_candles_linear_at_decode_row_counts() {
-    for (output, input) in [(96, 40), (300, 768)] {
+    // 1024 × 768 is above `PARALLEL_MIN_WORK` at one row: the split path
+    // (the test harness's pool has every core).
+    assert!(1024 * 768 >= specbench::model::layers::PARALLEL_MIN_WORK);
+    assert!(300 * 768 < specbench::model::layers::PARALLEL_MIN_WORK);
+    for (output, input) in [(96, 40), (300, 768), (1024, 768)] {
         for bias in [false, true] {
             let weight = random(&[output, input], 1);
             let b = bias.then(|| random(&[output], 2));
