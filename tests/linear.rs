@@ -43,8 +43,8 @@ fn relative_gap(a: &Tensor, b: &Tensor) -> f32 {
 fn every_path_matches_candles_linear_at_decode_row_counts() {
     // 1024 × 768 is above `PARALLEL_MIN_WORK` at one row: the split path
     // (the test harness's pool has every core).
-    assert!(1024 * 768 >= specbench::model::layers::PARALLEL_MIN_WORK);
-    assert!(300 * 768 < specbench::model::layers::PARALLEL_MIN_WORK);
+    const { assert!(1024 * 768 >= specbench::model::layers::PARALLEL_MIN_WORK) };
+    const { assert!(300 * 768 < specbench::model::layers::PARALLEL_MIN_WORK) };
     for (output, input) in [(96, 40), (300, 768), (1024, 768)] {
         for bias in [false, true] {
             let weight = random(&[output, input], 1);
