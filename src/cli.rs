@@ -248,6 +248,10 @@ pub struct RunArgs {
     /// Weight precision of real models: f32, f16 or bf16.
     #[arg(long)]
     pub dtype: Option<String>,
+    /// CPU threads for every compute pool (rayon, candle, gemm); default:
+    /// all cores. Recorded in the manifest.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Experiment name (the results/<name> directory).
     #[arg(long)]
     pub name: Option<String>,
@@ -387,6 +391,10 @@ pub struct BenchModelArgs {
     /// f32, f16 or bf16.
     #[arg(long, default_value = "f32")]
     pub dtype: String,
+    /// CPU threads for every compute pool (rayon, candle, gemm); default:
+    /// all cores.
+    #[arg(long)]
+    pub threads: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Print JSON on stdout (the table goes to stderr).

@@ -6,6 +6,7 @@
 //! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
 //! * [`bench`]: per-token timing of the schemes.
 //! * [`quality`]: ROUGE-L and BLEU of generated text, as the field's Python packages score it.
+//! * [`threads`]: the thread count every CPU pool uses, set once at start.
 
 pub mod bench;
 pub mod cli;
@@ -20,4 +21,5 @@ pub mod report;
 pub mod rng;
 pub mod select;
 pub mod theory;
+pub mod threads;
 pub mod verify;

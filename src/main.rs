@@ -235,6 +235,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             use specbench::bench::model::{ModelBenchOptions, bench_model, model_table};
             use specbench::model::device::{parse_device, parse_dtype};
+            specbench::threads::configure(args.threads).map_err(|e| format!("{e:#}"))?;
             if args.batches.contains(&0)
                 || args.drafts == 0
                 || args.prompt == 0
@@ -357,9 +358,12 @@ fn run_experiment(args: RunArgs) -> Result<(), String> {
         max_prompt_tokens: args.max_prompt_tokens,
         sample_seed: args.sample_seed,
         dtype: args.dtype,
+        threads: args.threads,
         name: args.name,
     }
     .apply(&mut config);
+    // Before anything runs: every pool takes this count from here on.
+    specbench::threads::configure(config.models.threads).map_err(|e| format!("{e:#}"))?;
     let options = RunOptions {
         config,
         config_source: source,

@@ -133,7 +133,7 @@ fn round_time(
 }
 
 pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
-    let threads = candle_core::utils::get_num_threads();
+    let threads = crate::threads::in_use();
     let bandwidth = device_bandwidth(&options.device)?;
     let bytes_per_weight = options.dtype.size_in_bytes();
     let mut draft = match &options.draft_size {

@@ -45,6 +45,10 @@ pub struct Models {
     /// Weight precision of real models: `f32` (default), `f16`, `bf16`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
+    /// CPU threads for every pool the process uses (rayon's, candle's,
+    /// gemm's; `crate::threads`). Default: all available cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// Parameters of the synthetic family (used when a model is `synthetic`).
     #[serde(default)]
     pub synthetic: SyntheticConfig,
@@ -251,6 +255,11 @@ impl Config {
         if s.seeds.is_empty() {
             bail!("sweep.seeds is empty: give at least one seed");
         }
+        if self.models.threads == Some(0) {
+            bail!(
+                "models.threads must be at least 1 (got 0): give --threads N with N >= 1, or leave it out to use every core"
+            );
+        }
         self.models.synthetic.validate()?;
         Ok(())
     }
@@ -290,6 +299,7 @@ pub struct Overrides {
     pub max_prompt_tokens: Option<usize>,
     pub sample_seed: Option<u64>,
     pub dtype: Option<String>,
+    pub threads: Option<usize>,
     pub name: Option<String>,
 }
 
@@ -341,6 +351,9 @@ impl Overrides {
         }
         if self.dtype.is_some() {
             config.models.dtype = self.dtype.clone();
+        }
+        if self.threads.is_some() {
+            config.models.threads = self.threads;
         }
         set(&mut config.name, &self.name);
     }

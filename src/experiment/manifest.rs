@@ -36,7 +36,10 @@ pub fn build(
         },
         "device": config.models.device,
         "cpu": cpu_name(),
-        "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        // What every CPU pool was set to (`crate::threads`), beside what the
+        // machine offers.
+        "threads": crate::threads::in_use(),
+        "cores": crate::threads::available_cores(),
         "os": std::env::consts::OS,
         "prompts": prompts,
         "seed_stream": "SpecRng::derive(seed, [dataset index (xsum 0, dolly 1, wmt18 2), prompt index]): the same stream for every cell of a dataset and seed",

@@ -4,9 +4,14 @@
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, IndexOp, Tensor};
-use candle_nn::{Linear, VarBuilder};
+use candle_nn::VarBuilder;
 
 use super::Positions;
+
+mod kernels;
+mod linear;
+
+pub use linear::{KERNEL_MAX_ROWS, Linear, PARALLEL_MIN_WORK, ROWS_PER_TASK};
 
 /// `name.weight` (`[output, input]`) and, if asked, `name.bias`.
 pub fn linear(
@@ -94,5 +99,5 @@ pub fn returned_positions(x: &Tensor, positions: Positions) -> Result<(Tensor, u
 /// device ([`super::Logits`] fetches the rows a scheme reads).
 pub fn project_to_vocabulary(x: &Tensor, head: &Tensor) -> Result<Tensor> {
     let (rows, width, h) = x.dims3()?;
-    Ok(x.reshape((rows * width, h))?.matmul(&head.t()?)?)
+    Linear::new(head.clone(), None).forward(&x.reshape((rows * width, h))?)
 }

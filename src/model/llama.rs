@@ -13,11 +13,11 @@
 
 use anyhow::{Result, bail};
 use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, Linear, VarBuilder};
+use candle_nn::{Embedding, VarBuilder};
 
 use super::kv_cache::KvCache;
 use super::layers::{
-    attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
+    Linear, attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
 };
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
@@ -255,7 +255,7 @@ impl Attention {
         let groups = self.heads / self.kv_heads;
         let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
         let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
-        Ok(self.o.forward(&context)?)
+        self.o.forward(&context)
     }
 }
 

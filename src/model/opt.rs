@@ -19,11 +19,11 @@
 
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
 
 use super::kv_cache::KvCache;
 use super::layers::{
-    attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
+    Linear, attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
 };
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
 
@@ -281,7 +281,7 @@ impl Attention {
         let (k, v) = cache.append(layer, k, v)?;
         // q is already scaled, as transformers scales it.
         let context = attend(&q, &k, &v, mask, 1.0)?;
-        Ok(self.out.forward(&context)?)
+        self.out.forward(&context)
     }
 }
 
@@ -314,7 +314,7 @@ impl Block {
         pre_norm: bool,
     ) -> Result<Tensor> {
         let mlp =
-            |h: &Tensor| -> Result<Tensor> { Ok(self.fc2.forward(&self.fc1.forward(h)?.relu()?)?) };
+            |h: &Tensor| -> Result<Tensor> { self.fc2.forward(&self.fc1.forward(h)?.relu()?) };
         if pre_norm {
             let x = (x + self.attention.forward(
                 &self.attention_norm.forward(x)?,

@@ -1,0 +1,212 @@
+//! The linear layer of the decoders: `y = x Wᵀ + b` as candle's `Linear`
+//! computes it, but split across the thread pool where decoding spends its
+//! time.
+//!
+//! A decode step multiplies 1–64 activation rows (one per sequence, or the
+//! K · (L + 1) of a verification) by every weight once: it is bound by the
+//! memory bandwidth of reading the weights, which one core cannot fill.
+//! candle sends one row through gemm's serial matrix–vector path, and a few
+//! rows through a kernel that neither packs nor splits well at small m (the
+//! profile of one OPT-125M decode step: ~95 % of it in those matmuls,
+//! `docs/threads.md`). Here:
+//! * up to [`KERNEL_MAX_ROWS`] rows: each weight row is read once and dotted
+//!   with every activation row ([`super::kernels::dots`]); the output rows
+//!   are split across the rayon pool in tasks of [`ROWS_PER_TASK`] (serial
+//!   below [`PARALLEL_MIN_WORK`] multiply-adds, where waking a helper costs
+//!   more than it saves);
+//! * up to [`TRANSPOSED_MAX_ROWS`] rows: `(W · xᵀ)ᵀ`, which gemm splits
+//!   along the long output dimension;
+//! * anything else (more rows, other dtypes or devices): candle's `Linear`.
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Tensor};
+use rayon::prelude::*;
+
+use super::kernels::{GROUP, dots};
+
+/// Output rows one task computes.
+pub const ROWS_PER_TASK: usize = 64;
+
+/// Below this many multiply-adds (2 MiB of f32 weights at one row, more
+/// than a core's L2 holds) a product stays on its thread: smaller ones
+/// run from cache in a few microseconds, about what waking a helper costs.
+pub const PARALLEL_MIN_WORK: usize = 1 << 19;
+
+/// Most activation rows that go through [`Linear::forward_kernel`].
+pub const KERNEL_MAX_ROWS: usize = 4;
+
+/// Most activation rows that go through [`Linear::forward_transposed`];
+/// beyond, candle's gemm call packs its operands and splits well.
+pub const TRANSPOSED_MAX_ROWS: usize = 32;
+
+#[derive(Clone, Debug)]
+pub struct Linear {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    candle: candle_nn::Linear,
+}
+
+impl Linear {
+    /// `weight`: `[output, input]`; `bias`: `[output]`.
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Self {
+        Self {
+            candle: candle_nn::Linear::new(weight.clone(), bias.clone()),
+            weight,
+            bias,
+        }
+    }
+
+    pub fn weight(&self) -> &Tensor {
+        &self.weight
+    }
+
+    /// `x`: `[..., input]` → `[..., output]`, by the fastest path for its
+    /// row count, dtype and device.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let rows = self.rows(x)?;
+        if !self.on_cpu_in_f32(x) || rows == 0 || rows > TRANSPOSED_MAX_ROWS {
+            self.forward_candle(x)
+        } else if rows <= KERNEL_MAX_ROWS {
+            self.forward_kernel(x)
+        } else {
+            self.forward_transposed(x)
+        }
+    }
+
+    /// candle's own computation (the reference the others are tested
+    /// against).
+    pub fn forward_candle(&self, x: &Tensor) -> Result<Tensor> {
+        use candle_core::Module;
+        Ok(self.candle.forward(x)?)
+    }
+
+    /// `(W · xᵀ)ᵀ + b` through candle's matmul.
+    pub fn forward_transposed(&self, x: &Tensor) -> Result<Tensor> {
+        let (output, input) = self.weight.dims2()?;
+        let rows = self.rows(x)?;
+        let y = self.weight.matmul(&x.reshape((rows, input))?.t()?)?.t()?;
+        let y = match &self.bias {
+            Some(bias) => y.broadcast_add(bias)?,
+            None => y.contiguous()?,
+        };
+        Ok(y.reshape(self.output_shape(x, output)?)?)
+    }
+
+    /// The dot-product kernel, split across the rayon pool. f32 on the
+    /// CPU only (an error otherwise).
+    pub fn forward_kernel(&self, x: &Tensor) -> Result<Tensor> {
+        anyhow::ensure!(
+            self.on_cpu_in_f32(x),
+            "the linear kernel takes contiguous f32 tensors on the CPU"
+        );
+        let (output, input) = self.weight.dims2()?;
+        let rows = self.rows(x)?;
+        if rows == 0 {
+            return self.forward_candle(x);
+        }
+        let x_flat = x.flatten_all()?.contiguous()?;
+        let (w_storage, w_layout) = self.weight.storage_and_layout();
+        let w = &cpu_f32_slice(&w_storage, w_layout.start_offset())?[..output * input];
+        let (x_storage, x_layout) = x_flat.storage_and_layout();
+        let xs = &cpu_f32_slice(&x_storage, x_layout.start_offset())?[..rows * input];
+        let bias_storage = self.bias.as_ref().map(|b| b.storage_and_layout());
+        let bias = match &bias_storage {
+            Some((storage, layout)) => {
+                Some(&cpu_f32_slice(storage, layout.start_offset())?[..output])
+            }
+            None => None,
+        };
+        // Output-major (`[output, rows]`) so that each task owns one
+        // contiguous stretch; turned to `[rows, output]` below.
+        let mut yt = vec![0f32; output * rows];
+        let task = |(chunk, out): (usize, &mut [f32])| {
+            // Weight rows one after the other: a single sequential stream
+            // from memory, which the prefetchers keep up with (dotting one
+            // activation row with 8 weight rows at a time measured ~30 %
+            // slower in a decode step).
+            let first = chunk * ROWS_PER_TASK;
+            for (i, values) in out.chunks_mut(rows).enumerate() {
+                let row = first + i;
+                let w_row = &w[row * input..(row + 1) * input];
+                for (group, values) in values.chunks_mut(GROUP).enumerate() {
+                    dots(w_row, &xs[group * GROUP * input..], values);
+                }
+                if let Some(b) = bias {
+                    values.iter_mut().for_each(|v| *v += b[row]);
+                }
+            }
+        };
+        let work = output * input * rows;
+        if rayon::current_num_threads() > 1 && work >= PARALLEL_MIN_WORK {
+            yt.par_chunks_mut(ROWS_PER_TASK * rows)
+                .enumerate()
+                .for_each(task);
+        } else {
+            yt.chunks_mut(ROWS_PER_TASK * rows)
+                .enumerate()
+                .for_each(task);
+        }
+        let y = if rows == 1 {
+            yt
+        } else {
+            let mut y = vec![0f32; rows * output];
+            for (row, values) in yt.chunks(rows).enumerate() {
+                for (j, &v) in values.iter().enumerate() {
+                    y[j * output + row] = v;
+                }
+            }
+            y
+        };
+        drop(w_storage);
+        Ok(Tensor::from_vec(
+            y,
+            self.output_shape(x, output)?,
+            x.device(),
+        )?)
+    }
+
+    fn on_cpu_in_f32(&self, x: &Tensor) -> bool {
+        x.device().is_cpu()
+            && x.dtype() == DType::F32
+            && self.weight.dtype() == DType::F32
+            && self.weight.is_contiguous()
+            && self.bias.as_ref().is_none_or(|b| b.is_contiguous())
+    }
+
+    /// Activation rows in `x` (every dimension but the last).
+    fn rows(&self, x: &Tensor) -> Result<usize> {
+        let input = self.weight.dim(1)?;
+        let last = *x
+            .dims()
+            .last()
+            .context("linear layer input has no dimensions")?;
+        anyhow::ensure!(
+            last == input,
+            "linear layer takes {input} features, got shape {:?}",
+            x.dims()
+        );
+        Ok(x.elem_count() / input.max(1))
+    }
+
+    fn output_shape(&self, x: &Tensor, output: usize) -> Result<Vec<usize>> {
+        let mut shape = x.dims().to_vec();
+        *shape
+            .last_mut()
+            .context("linear layer input has no dimensions")? = output;
+        Ok(shape)
+    }
+}
+
+impl candle_core::Module for Linear {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        Linear::forward(self, x).map_err(|e| candle_core::Error::Msg(format!("{e:#}")))
+    }
+}
+
+/// The f32 elements of a CPU tensor's storage from `offset` on.
+fn cpu_f32_slice(storage: &candle_core::Storage, offset: usize) -> Result<&[f32]> {
+    match storage {
+        candle_core::Storage::Cpu(cpu) => Ok(&cpu.as_slice::<f32>()?[offset..]),
+        _ => anyhow::bail!("expected a CPU tensor"),
+    }
+}
