@@ -14,6 +14,7 @@ pub mod data;
 pub mod decode;
 pub mod dist;
 pub mod experiment;
+pub mod hub;
 pub mod inspect;
 pub mod model;
 pub mod quality;

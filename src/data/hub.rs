@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use hf_hub::{Cache, Repo, RepoType};
+use hf_hub::{Cache, RepoType};
 
 use super::Dataset;
-use crate::model::hub::{hub_client, offline};
-use crate::model::hub_errors::{explain, with_retries};
+use crate::hub::client::{hub_client, offline};
+use crate::hub::snapshot::{Offline, Online, Target};
 
 /// Where a dataset lives on the hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,78 +41,69 @@ impl Dataset {
 }
 
 /// The dataset's parquet files, local after fetching, and a description
-/// that pins them (`repo@commit config/split`).
+/// that pins them (`repo@commit config/split`). Online, the listing's
+/// commit is the one every file is downloaded at; offline, the download
+/// record of the split says which files must be there (without one —
+/// a cache filled by another tool — the snapshot folder's files are read
+/// and the description says completeness is unverified).
 pub fn hub_parquet_files(dataset: Dataset) -> Result<(Vec<PathBuf>, String)> {
     let hub = dataset.hub();
     let prefix = format!("{}/{}/", hub.config, hub.split);
-    let repo = Repo::with_revision(hub.repo.into(), RepoType::Dataset, hub.revision.into());
-    let (files, commit) = if offline() {
-        cached_files(dataset, &repo, &prefix)?
-    } else {
-        let api = hub_client()?.repo(repo);
-        let info = with_retries(|| api.info()).map_err(|e| {
-            anyhow::anyhow!(explain(
-                &e,
-                &format!("listing {}@{} on the hub", hub.repo, hub.revision),
-                hub.repo,
-                hub.revision
-            ))
-        })?;
-        let commit = info.sha;
-        let mut names: Vec<String> = info
-            .siblings
-            .into_iter()
-            .map(|s| s.rfilename)
-            .filter(|n| n.starts_with(&prefix) && n.ends_with(".parquet"))
-            .collect();
-        names.sort();
-        if names.is_empty() {
-            bail!(
-                "{}@{} lists no {prefix}*.parquet files",
-                hub.repo,
-                hub.revision
-            );
-        }
-        let files = names
-            .iter()
-            .map(|n| {
-                with_retries(|| api.get(n)).map_err(|e| {
-                    anyhow::anyhow!(explain(
-                        &e,
-                        &format!("downloading {n} of {}", hub.repo),
-                        hub.repo,
-                        hub.revision
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        (files, commit)
+    let target = Target {
+        id: hub.repo.into(),
+        kind: RepoType::Dataset,
+        revision: hub.revision.into(),
+        set: format!("{}/{}", hub.config, hub.split),
     };
-    Ok((
-        files,
-        format!("{}@{commit} {}/{}", hub.repo, hub.config, hub.split),
-    ))
-}
-
-/// Offline: the parquet files under the cached snapshot of the revision,
-/// and that snapshot's commit.
-fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<(Vec<PathBuf>, String)> {
-    let hub = dataset.hub();
-    let cache = Cache::from_env();
-    let folder = cache.path().join(repo.folder_name());
-    let missing = || {
-        anyhow::anyhow!(
-            "{}@{} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set: fetch it with the network once, or give a local path",
+    let pinned = |commit: &str| format!("{}@{commit} {}/{}", hub.repo, hub.config, hub.split);
+    if offline() {
+        return cached_files(target, &prefix, pinned);
+    }
+    let mut online = Online::resolve(hub_client()?, target)?;
+    let names: Vec<String> = online
+        .names()
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".parquet"))
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        bail!(
+            "{}@{} (commit {}) lists no {prefix}*.parquet files",
             hub.repo,
             hub.revision,
-            cache.path().display()
+            online.commit
+        );
+    }
+    let mut files = Vec::new();
+    for name in &names {
+        files.push(online.fetch(name)?.expect("listed names are fetched"));
+    }
+    let commit = online.finish()?;
+    Ok((files, pinned(&commit)))
+}
+
+/// Offline: the split's files in the snapshot `refs/<revision>` names.
+fn cached_files(
+    target: Target,
+    prefix: &str,
+    pinned: impl Fn(&str) -> String,
+) -> Result<(Vec<PathBuf>, String)> {
+    let label = target.label();
+    let missing = || {
+        anyhow::anyhow!(
+            "{label} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set: fetch it with the network once, or give a local path",
+            Cache::from_env().path().display()
         )
     };
-    let commit = std::fs::read_to_string(folder.join("refs").join(hub.revision))
-        .map_err(|_| missing())?
-        .trim()
-        .to_string();
-    let dir = folder.join("snapshots").join(&commit).join(prefix);
+    let snapshot = Offline::open(target)?.ok_or_else(missing)?;
+    if let Some(record) = &snapshot.record {
+        let mut files = Vec::new();
+        for entry in &record.files {
+            let path = snapshot.fetch(&entry.expected.name)?;
+            files.push(path.expect("recorded files are fetched or refused"));
+        }
+        return Ok((files, pinned(&snapshot.commit)));
+    }
+    let dir = snapshot.folder().join(prefix);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|_| missing())?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -122,5 +113,14 @@ fn cached_files(dataset: Dataset, repo: &Repo, prefix: &str) -> Result<(Vec<Path
     if files.is_empty() {
         return Err(missing());
     }
-    Ok((files, commit))
+    eprintln!(
+        "warning: {label}: no download record for this split (fetched by another tool?), so whether all its parquet files are cached is unverified; run once online to record them"
+    );
+    Ok((
+        files,
+        format!(
+            "{} (completeness unverified: no download record)",
+            pinned(&snapshot.commit)
+        ),
+    ))
 }

@@ -15,11 +15,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use hf_hub::api::sync::{Api, ApiBuilder, ApiRepo};
-use hf_hub::{Cache, CacheRepo, Repo, RepoType};
+use std::cell::RefCell;
 
-use super::hub_errors::{explain, with_retries};
+use anyhow::{Context, Result, bail};
+use hf_hub::{Cache, RepoType};
+
+use crate::hub::snapshot::{Offline, Online, Target};
 
 /// Where a model's files come from.
 pub enum ModelSource {
@@ -31,10 +32,11 @@ pub enum ModelSource {
     },
 }
 
-/// The hub side: the live API, or the cache alone (offline).
+/// The hub side: the live API pinned to one commit, or the cache alone
+/// (offline). `RefCell`: fetching records what was fetched.
 pub enum HubRepo {
-    Online(Box<ApiRepo>),
-    Offline(Box<CacheRepo>),
+    Online(Box<RefCell<Online>>),
+    Offline(Box<Offline>),
 }
 
 /// How the weights are stored.
@@ -64,50 +66,7 @@ pub struct ModelFiles {
     pub tokenizer: Option<TokenizerFiles>,
 }
 
-/// The hub client: `HF_HOME` and `HF_ENDPOINT` (a trailing `/` dropped, so
-/// URLs never read `//api/…`), and credentials as the ecosystem finds them:
-/// `HF_TOKEN`, else the token `huggingface-cli login` stored in
-/// `$HF_HOME/token`; no token is sent when neither exists.
-pub fn hub_client() -> Result<Api> {
-    let mut builder = ApiBuilder::from_env();
-    if let Some(endpoint) = hub_endpoint() {
-        builder = builder.with_endpoint(endpoint);
-    }
-    builder = builder.with_token(hub_token());
-    builder
-        .build()
-        .context("starting the Hugging Face hub client")
-}
-
-/// `HF_ENDPOINT` without trailing slashes (`None`: the public hub).
-pub fn hub_endpoint() -> Option<String> {
-    std::env::var("HF_ENDPOINT")
-        .ok()
-        .map(|e| e.trim().trim_end_matches('/').to_string())
-        .filter(|e| !e.is_empty())
-}
-
-/// `HF_TOKEN` if set and non-empty, else the login token file under
-/// `HF_HOME` (default `~/.cache/huggingface/token`).
-pub fn hub_token() -> Option<String> {
-    std::env::var("HF_TOKEN")
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .or_else(|| Cache::from_env().token())
-}
-
-/// `HF_HUB_OFFLINE` as Python's `huggingface_hub` reads it.
-pub fn offline() -> bool {
-    std::env::var("HF_HUB_OFFLINE")
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
-}
+pub use crate::hub::client::{hub_client, hub_endpoint, hub_token, offline};
 
 impl ModelSource {
     /// A directory if `name` is one; otherwise a hub id (`org/name`).
@@ -136,11 +95,26 @@ impl ModelSource {
             );
         }
         let revision = revision.unwrap_or("main").to_string();
-        let repo = Repo::with_revision(name.to_string(), RepoType::Model, revision.clone());
+        let target = Target {
+            id: name.to_string(),
+            kind: RepoType::Model,
+            revision: revision.clone(),
+            set: "model".into(),
+        };
         let repo = if offline() {
-            HubRepo::Offline(Box::new(Cache::from_env().repo(repo)))
+            let label = target.label();
+            let snapshot = Offline::open(target)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "model '{label}' is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set: download it with the network, or unset HF_HUB_OFFLINE",
+                    Cache::from_env().path().display()
+                )
+            })?;
+            HubRepo::Offline(Box::new(snapshot))
         } else {
-            HubRepo::Online(Box::new(hub_client()?.repo(repo)))
+            HubRepo::Online(Box::new(RefCell::new(Online::resolve(
+                hub_client()?,
+                target,
+            )?)))
         };
         Ok(Self::Hub {
             id: name.to_string(),
@@ -156,8 +130,9 @@ impl ModelSource {
         }
     }
 
-    /// The files of the repo, where they can be listed (a directory, the
-    /// live hub); `None` offline, where candidates are tried one by one.
+    /// The files of a local folder; `None` for the hub, which is asked
+    /// file by file (online the commit's listing answers, offline the
+    /// record or the snapshot folder).
     fn list(&self) -> Result<Option<BTreeSet<String>>> {
         match self {
             Self::Local(dir) => {
@@ -169,29 +144,12 @@ impl ModelSource {
                 }
                 Ok(Some(names))
             }
-            Self::Hub {
-                id,
-                revision,
-                repo: HubRepo::Online(api),
-            } => {
-                let info = with_retries(|| api.info()).map_err(|e| {
-                    anyhow::anyhow!(explain(
-                        &e,
-                        &format!("listing {id} at revision {revision} on the hub"),
-                        id,
-                        revision
-                    ))
-                })?;
-                Ok(Some(
-                    info.siblings.into_iter().map(|s| s.rfilename).collect(),
-                ))
-            }
             Self::Hub { .. } => Ok(None),
         }
     }
 
-    /// The local path of `file` (downloading it when online), or `None`
-    /// when the repo does not have it.
+    /// The local path of `file` (downloading and verifying it when online),
+    /// or `None` when the repo does not have it.
     fn fetch(&self, file: &str, listed: &Option<BTreeSet<String>>) -> Result<Option<PathBuf>> {
         if let Some(names) = listed
             && !names.contains(file)
@@ -201,22 +159,13 @@ impl ModelSource {
         match self {
             Self::Local(dir) => Ok(Some(dir.join(file))),
             Self::Hub {
-                id,
-                revision,
-                repo: HubRepo::Online(api),
-            } => with_retries(|| api.get(file)).map(Some).map_err(|e| {
-                anyhow::anyhow!(explain(
-                    &e,
-                    &format!("downloading {file} of {id}"),
-                    id,
-                    revision
-                ))
-            }),
-            Self::Hub {
-                repo: HubRepo::Offline(cache),
-                revision,
+                repo: HubRepo::Online(online),
                 ..
-            } => Ok(cache_get(cache, file, revision)),
+            } => online.borrow_mut().fetch(file),
+            Self::Hub {
+                repo: HubRepo::Offline(snapshot),
+                ..
+            } => snapshot.fetch(file),
         }
     }
 
@@ -262,9 +211,14 @@ impl ModelSource {
                     .display(),
                 fnv1a(&std::fs::read(&config)?)
             ),
-            Self::Hub { revision, .. } => {
-                snapshot_commit(&config).unwrap_or_else(|| revision.clone())
-            }
+            Self::Hub {
+                repo: HubRepo::Online(online),
+                ..
+            } => online.borrow_mut().finish()?,
+            Self::Hub {
+                repo: HubRepo::Offline(snapshot),
+                ..
+            } => snapshot.commit.clone(),
         };
         Ok(ModelFiles {
             name,
@@ -329,28 +283,6 @@ fn shard_names(index: &Path) -> Result<Vec<String>> {
     Ok(names.into_iter().collect())
 }
 
-/// A cached file at a branch or tag (through `refs/`) or at a commit hash
-/// (the snapshot folder directly).
-fn cache_get(cache: &CacheRepo, file: &str, revision: &str) -> Option<PathBuf> {
-    if let Some(path) = cache.get(file) {
-        return Some(path);
-    }
-    let is_commit = revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit());
-    if is_commit {
-        let path = cache.pointer_path(revision).join(file);
-        return path.exists().then_some(path);
-    }
-    None
-}
-
-/// The commit a hub file was resolved at: its snapshot folder's name.
-fn snapshot_commit(file: &Path) -> Option<String> {
-    let parent = file.parent()?;
-    let grand = parent.parent()?;
-    (grand.file_name()? == "snapshots")
-        .then(|| parent.file_name().map(|n| n.to_string_lossy().into_owned()))?
-}
-
 /// FNV-1a: pins a local config without a cryptographic dependency.
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -398,12 +330,5 @@ mod tests {
             std::env::remove_var("HF_HOME");
         }
         std::fs::remove_dir_all(&home).unwrap();
-    }
-
-    #[test]
-    fn snapshot_commits_come_from_the_cache_layout() {
-        let p = Path::new("/c/models--facebook--opt-125m/snapshots/abc123/config.json");
-        assert_eq!(snapshot_commit(p).as_deref(), Some("abc123"));
-        assert_eq!(snapshot_commit(Path::new("/x/config.json")), None);
     }
 }

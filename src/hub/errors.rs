@@ -40,8 +40,8 @@ pub fn classify(error: &ApiError) -> HubFailure {
 /// One line: what failed (`action`, e.g. "listing facebook/opt-13b at main"),
 /// why, and what to do.
 pub fn explain(error: &ApiError, action: &str, repo: &str, revision: &str) -> String {
-    let token_sent = super::hub::hub_token().is_some();
-    let endpoint = super::hub::hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into());
+    let token_sent = super::client::hub_token().is_some();
+    let endpoint = super::client::hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into());
     match classify(error) {
         HubFailure::Unauthorized if token_sent => format!(
             "{action}: the hub rejected the token (401 Unauthorized): check HF_TOKEN or the token file of `huggingface-cli login` ($HF_HOME/token), or create a new token"
