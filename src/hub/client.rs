@@ -49,3 +49,33 @@ pub fn offline() -> bool {
         })
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_come_from_hf_token_then_the_login_file() {
+        // One test touches these variables, so no other test races it.
+        let home = std::env::temp_dir().join(format!("specbench-hf-home-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        // SAFETY: this test alone reads or writes these variables.
+        unsafe {
+            std::env::set_var("HF_HOME", &home);
+            std::env::remove_var("HF_TOKEN");
+            std::env::set_var("HF_ENDPOINT", "http://127.0.0.1:9/");
+        }
+        assert_eq!(hub_token(), None, "no token file, no HF_TOKEN: none sent");
+        std::fs::write(home.join("token"), "hf_from_login\n").unwrap();
+        assert_eq!(hub_token().as_deref(), Some("hf_from_login"));
+        unsafe { std::env::set_var("HF_TOKEN", "hf_from_env") };
+        assert_eq!(hub_token().as_deref(), Some("hf_from_env"));
+        assert_eq!(hub_endpoint().as_deref(), Some("http://127.0.0.1:9"));
+        unsafe {
+            std::env::remove_var("HF_TOKEN");
+            std::env::remove_var("HF_ENDPOINT");
+            std::env::remove_var("HF_HOME");
+        }
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+}

@@ -10,8 +10,6 @@ pub mod checkpoint;
 pub mod device;
 pub mod hf_tokenizer;
 pub mod hub;
-/// Moved to `crate::hub::errors`; the old path stays for callers.
-pub use crate::hub::errors as hub_errors;
 pub mod kv_cache;
 pub mod layers;
 pub mod llama;
