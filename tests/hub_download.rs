@@ -148,6 +148,15 @@ fn files_come_from_the_commit_the_branch_names_now() {
     );
     let refs = std::fs::read_to_string(home.join("hub/models--acme--opt-tiny/refs/main")).unwrap();
     assert_eq!(refs, second);
+    let record = home.join(format!(
+        "specbench/models--acme--opt-tiny/{second}/model.json"
+    ));
+    assert!(record.exists(), "no record at the new commit");
+    assert!(
+        !home
+            .join(format!("hub/models--acme--opt-tiny/refs/{second}"))
+            .exists()
+    );
     let (ok, got, err) = run(&args(&cmd), &hub, &home, &OFFLINE);
     assert!(ok, "{err}");
     assert_eq!(got, local_logits("opt-tiny-postln"));
@@ -366,4 +375,38 @@ fn a_split_downloads_whole_and_a_missing_shard_is_named_offline() {
     for dir in [home, local] {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+#[test]
+fn a_split_is_read_at_the_commit_its_revision_names_now() {
+    let hub = TestHub::start();
+    let name = "default/train/0000.parquet".to_string();
+    hub.commit(
+        DOLLY,
+        "refs/convert/parquet",
+        [(name.clone(), dolly_parquet(0, 2))].into(),
+    );
+    let home = hf_home("dolly-moved");
+    let show = ["data", "show", "--dataset", "dolly", "--limit", "2"];
+    let (ok, old, err) = run(&show, &hub, &home, &[]);
+    assert!(ok && old.contains("Say the number 0."), "{err}");
+    // Same file name, new content: the old code found it in the cache by name.
+    let second = hub.commit(
+        DOLLY,
+        "refs/convert/parquet",
+        [(name, dolly_parquet(10, 2))].into(),
+    );
+    let (ok, new, err) = run(&show, &hub, &home, &[]);
+    assert!(ok, "{err}");
+    assert!(
+        new.contains("Say the number 10."),
+        "read the old commit: {new}"
+    );
+    let refs =
+        home.join("hub/datasets--databricks--databricks-dolly-15k/refs/refs/convert/parquet");
+    assert_eq!(std::fs::read_to_string(refs).unwrap(), second);
+    let (ok, offline, err) = run(&show, &hub, &home, &OFFLINE);
+    assert!(ok, "{err}");
+    assert_eq!(offline, new);
+    let _ = std::fs::remove_dir_all(&home);
 }

@@ -209,7 +209,18 @@ impl Online {
                 files,
             },
         )?;
-        Cache::from_env().repo(repo).create_ref(&self.commit)?;
+        let cache = Cache::from_env();
+        cache.repo(repo.clone()).create_ref(&self.commit)?;
+        // hf-hub wrote `refs/<commit>` for the downloads at the commit: a ref
+        // named by its own hash is noise to `scan-cache`, so drop it.
+        if self.target.revision != self.commit {
+            let stray = cache
+                .path()
+                .join(repo.folder_name())
+                .join("refs")
+                .join(&self.commit);
+            let _ = std::fs::remove_file(stray);
+        }
         Ok(self.commit.clone())
     }
 }
