@@ -1,21 +1,22 @@
 //! Finding a checkpoint: a local directory laid out like a Hugging Face
 //! model repo, or a hub id fetched through hf-hub into its cache.
 //!
-//! * `HF_HOME` / `HF_ENDPOINT` are honoured by `ApiBuilder::from_env`;
-//!   `HF_TOKEN` is read here (gated repos such as Llama).
-//! * `HF_HUB_OFFLINE=1` makes no network call: files come from the cache
-//!   (`models--org--name/snapshots/<commit>/…`), and a missing one is an
-//!   error naming the file.
+//! * The client, credentials and the pinned, verified, recorded download
+//!   live in `crate::hub`; this module only decides which files a model
+//!   needs. Online, the revision is resolved to one commit and every file is
+//!   fetched at it; `ModelFiles.revision` is that commit.
+//! * `HF_HUB_OFFLINE=1` makes no network call: files come from the cached
+//!   snapshot `refs/<revision>` names, checked against the download record
+//!   (a missing or short file is an error naming it).
 //! * Weights: `model.safetensors`, sharded safetensors with
 //!   `model.safetensors.index.json`, or PyTorch `pytorch_model.bin` (also
 //!   sharded), in that order of preference.
 //! * Tokenizer: `tokenizer.json`, or GPT-2 style `vocab.json` + `merges.txt`
 //!   (what the facebook/opt-* repos ship).
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-use std::cell::RefCell;
 
 use anyhow::{Context, Result, bail};
 use hf_hub::{Cache, RepoType};
@@ -102,10 +103,9 @@ impl ModelSource {
             set: "model".into(),
         };
         let repo = if offline() {
-            let label = target.label();
             let snapshot = Offline::open(target)?.ok_or_else(|| {
                 anyhow::anyhow!(
-                    "model '{label}' is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set: download it with the network, or unset HF_HUB_OFFLINE",
+                    "model '{name}': config.json is not in the Hugging Face cache ({}, no snapshot of revision '{revision}') and HF_HUB_OFFLINE is set: download it with the network, or unset HF_HUB_OFFLINE",
                     Cache::from_env().path().display()
                 )
             })?;
