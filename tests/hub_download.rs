@@ -279,6 +279,23 @@ fn a_corrupt_cached_blob_is_refetched_online_and_named_offline() {
             .any(|s| s.path.starts_with("/cdn/")),
         "not re-fetched"
     );
+    // Right size, wrong bytes, no record (as if another tool had cached it):
+    // the first use hashes it against the hub's sha256 and fetches it again.
+    std::fs::remove_dir_all(home.join("specbench")).unwrap();
+    let blob = std::fs::canonicalize(&weights).unwrap();
+    let size = std::fs::metadata(&blob).unwrap().len() as usize;
+    std::fs::write(&blob, vec![7u8; size]).unwrap();
+    let before = hub.seen().len();
+    let (ok, got, err) = run(&args(&cmd), &hub, &home, &[]);
+    assert!(ok, "{err}");
+    assert!(err.contains("has sha256"), "{err}");
+    assert_eq!(got, local_logits("opt-tiny-preln"));
+    assert!(
+        hub.seen()[before..]
+            .iter()
+            .any(|s| s.path.starts_with("/cdn/")),
+        "not re-fetched"
+    );
     let _ = std::fs::remove_dir_all(&home);
 }
 
