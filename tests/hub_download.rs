@@ -199,14 +199,14 @@ fn a_missing_repo_and_a_missing_revision_are_404s_that_say_so() {
     let home = hf_home("404");
     let (ok, _, err) = run(&args(&logits("acme/no-such")), &hub, &home, &[]);
     assert!(
-        !ok && err.contains("not found (404)") && err.contains("acme/no-such"),
+        !ok && err.contains("there is no repo acme/no-such") && err.contains("404"),
         "{err}"
     );
     let mut cmd = logits("acme/opt-tiny");
     cmd.extend(["--revision".to_string(), "v9".to_string()]);
     let (ok, _, err) = run(&args(&cmd), &hub, &home, &[]);
     assert!(
-        !ok && err.contains("not found (404)") && err.contains("'v9'"),
+        !ok && err.contains("acme/opt-tiny has no revision 'v9'") && err.contains("404"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&home);

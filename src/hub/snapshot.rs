@@ -14,7 +14,7 @@ use anyhow::{Result, anyhow, bail};
 use hf_hub::api::sync::{Api, ApiError};
 use hf_hub::{Cache, Repo, RepoType};
 
-use super::errors::{explain, with_retries};
+use super::errors::{HubFailure, classify, explain, with_retries};
 use super::record::{self, Entry, Record};
 use super::verify::{Expected, check_full, check_size};
 
@@ -40,6 +40,33 @@ impl Target {
     /// `org/name@rev` (datasets: `datasets/org/name@rev`), for messages.
     pub fn label(&self) -> String {
         format!("{}@{}", self.repo().url(), self.revision)
+    }
+}
+
+/// After a 404 for a revision, one request for the repo alone tells which
+/// is missing: the revision (the repo answers) or the repo itself (hf-hub
+/// drops the hub's `x-error-code` header, so the first answer cannot say).
+/// `None` when the probe itself fails for another reason.
+fn which_is_missing(target: &Target, action: &str) -> Option<String> {
+    let endpoint = super::client::hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into());
+    let kind = match target.kind {
+        RepoType::Dataset => "datasets",
+        RepoType::Space => "spaces",
+        _ => "models",
+    };
+    let (id, revision) = (&target.id, &target.revision);
+    let mut probe = ureq::get(&format!("{endpoint}/api/{kind}/{id}"));
+    if let Some(token) = super::client::hub_token() {
+        probe = probe.header("Authorization", &format!("Bearer {token}"));
+    }
+    match probe.call() {
+        Ok(_) => Some(format!(
+            "{action}: {id} has no revision '{revision}' (not found, 404): name one of its branches, tags or full commits (a commit of another repo is not found)"
+        )),
+        Err(ureq::Error::StatusCode(404)) => Some(format!(
+            "{action}: there is no repo {id} on the hub (not found, 404): check the id (org/name); a private repo also reads as missing to other accounts"
+        )),
+        Err(_) => None,
     }
 }
 
@@ -70,7 +97,17 @@ impl Online {
                 .read_json()
                 .map_err(|e| ApiError::RequestError(Box::new(e)))
         })
-        .map_err(|e| anyhow!(explain(&e, &action, &target.id, &target.revision)))?;
+        .map_err(|e| match classify(&e) {
+            HubFailure::NotFound => anyhow!(
+                which_is_missing(&target, &action).unwrap_or_else(|| explain(
+                    &e,
+                    &action,
+                    &target.id,
+                    &target.revision
+                ))
+            ),
+            _ => anyhow!(explain(&e, &action, &target.id, &target.revision)),
+        })?;
         let commit = info
             .get("sha")
             .and_then(|s| s.as_str())

@@ -109,6 +109,13 @@ impl ModelSource {
                     Cache::from_env().path().display()
                 )
             })?;
+            if snapshot.record.is_none() {
+                // Cached by another tool: files are read as the snapshot holds
+                // them, and a missing one is still named when it is opened.
+                eprintln!(
+                    "warning: model '{name}'@{revision}: no download record (cached by another tool?), so the snapshot's files are not checked against the hub's sizes; run once online to record them"
+                );
+            }
             HubRepo::Offline(Box::new(snapshot))
         } else {
             HubRepo::Online(Box::new(RefCell::new(Online::resolve(

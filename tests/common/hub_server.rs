@@ -239,6 +239,13 @@ fn route(
         let Some((id, tail)) = split_id(rest) else {
             return not_found("RepoNotFound");
         };
+        if tail.is_empty() {
+            // The repo alone (`/api/models/{id}`): does it exist at all.
+            return match state.repos.get(&format!("{kind}/{id}")) {
+                Some(_) => answer(200, &format!("{{\"id\":\"{id}\"}}")),
+                None => not_found("RepoNotFound"),
+            };
+        }
         let Some(rev) = tail.strip_prefix("revision/") else {
             return not_found("RepoNotFound");
         };
