@@ -2,6 +2,8 @@
 //! against a re-run is identical, a weakened scheme is caught, bad input is
 //! refused with one line and exit 2.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,10 +17,7 @@ use specbench::experiment::{Config, RunOptions, run};
 use specbench::report::compare::{CompareOptions, Method, Metric, compare_paths};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-compare-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("compare", name)
 }
 
 /// Target-only, SD and one multi-draft scheme on the six embedded prompts of each dataset.

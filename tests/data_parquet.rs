@@ -3,6 +3,8 @@
 //! this test writes itself with arrow (string kinds, struct columns, every
 //! row group, and the error cases).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,10 +32,7 @@ fn shared_parquet() -> Option<PathBuf> {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-pq-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("pq", name)
 }
 
 /// Writes `batches` (one row group each) to `path`.

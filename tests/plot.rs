@@ -3,6 +3,8 @@
 //! only with two or more seeds), the figures skipped with their reasons,
 //! and one-line errors for bad input.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,10 +14,7 @@ use specbench::report::plot::style::{hex, scheme_style};
 use specbench::report::plot::{Figures, ImageFormat, figures, plot};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-plot-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("plot", name)
 }
 
 const SCHEMES: [&str; 3] = ["specinfer", "spectr", "is"];

@@ -1,6 +1,8 @@
 //! `specbench report` and `theory figure2`: the tables' numbers against the
 //! run's own cells.csv, the published values beside them, and clear errors.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -14,10 +16,7 @@ use specbench::theory::accept::{AcceptRequest, accept};
 use specbench::theory::figure2::{Panel, figure2};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("report", name)
 }
 
 fn specbench(args: &[&str]) -> Output {

@@ -1,6 +1,8 @@
 //! `specbench run` end to end on the synthetic models: files, resume after
 //! SIGKILL, shards and merge, overrides, and clear failures.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -14,10 +16,7 @@ use specbench::experiment::plan::Plan;
 use specbench::experiment::{Config, RunOptions, run};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("run", name)
 }
 
 /// The default experiment, shrunk: a smaller vocabulary and fewer tokens.

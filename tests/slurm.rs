@@ -1,16 +1,15 @@
 //! `--shard slurm` in a Slurm job array: each task runs its shard into
 //! `shard-i-of-N/`, and merging the tasks' directories gives the whole run.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 use specbench::experiment::output::read_rows;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-slurm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("slurm", name)
 }
 
 const SMALL: &[&str] = &[

@@ -1,14 +1,13 @@
 //! `--threads`: the count reaches the pools and the manifest, for `run` and
 //! `bench model`; a count of 0 is a one-line error.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("specbench-threads-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("threads", name)
 }
 
 fn specbench(args: &[&str]) -> Output {

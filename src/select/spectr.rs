@@ -170,7 +170,13 @@ pub fn rho_star(p: &Dist, q: &Dist, k: usize) -> f64 {
         let j = pieces.partition_point(|piece| piece.0 <= rho);
         bracket.f(low_p[j], high_q[j], rho)
     };
-    let (mut lo, mut hi) = (1.0, top);
+    first_nonnegative(f, 1.0, top)
+}
+
+/// Bisection for the smallest `ρ` in `[lo, hi]` with `f(ρ) ≥ 0` (`f`
+/// increasing, `f(hi) ≥ 0`), to a relative 1e-12; returns the upper end,
+/// where `f ≥ 0` holds.
+fn first_nonnegative(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     for _ in 0..60 {
         if hi - lo <= 1e-12 * hi {
             break;
@@ -323,19 +329,7 @@ mod tests {
         if f(1.0) >= 0.0 {
             return 1.0;
         }
-        let (mut lo, mut hi) = (1.0, k as f64);
-        for _ in 0..60 {
-            if hi - lo <= 1e-12 * hi {
-                break;
-            }
-            let mid = 0.5 * (lo + hi);
-            if f(mid) >= 0.0 {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        hi
+        first_nonnegative(f, 1.0, k as f64)
     }
 
     #[test]

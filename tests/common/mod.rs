@@ -1,3 +1,16 @@
-//! Helpers shared by integration tests.
+//! Helpers shared by integration tests (each test binary uses some of
+//! them, hence `dead_code`).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
 
 pub mod hub_server;
+
+/// An empty scratch folder under the system temp dir, unique to this test
+/// process: `specbench-{suite}-{name}-{pid}`.
+pub fn scratch(suite: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("specbench-{suite}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
