@@ -28,6 +28,7 @@
 use crate::dist::Dist;
 
 use super::luce::{Family, LuceProgram};
+use super::ratio_sort::{LiveEntry, sort_by_ratio};
 
 /// Solver settings of the `optimal` scheme.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,8 +140,6 @@ pub fn h_star_value(p: &Dist, q: &Dist, n: usize) -> f64 {
 
 /// A `p = 0` token of `q`'s support: `(q, id)`.
 type ZeroEntry = (f64, u32);
-/// A `p > 0` token of `q`'s support: `(p, q, id)`.
-type LiveEntry = (f64, f64, u32);
 
 /// `q`'s support in ascending `p/q` (ties by id), split in two: the tokens
 /// with `p = 0` as `(q, id)`, then the rest as `(p, q, id)`.
@@ -151,7 +150,8 @@ type LiveEntry = (f64, f64, u32);
 /// 1313 tokens at the bench's nodes) has `p = 0`. Those all have ratio 0,
 /// so they come first, tied, in id order: the order `q.support()` already
 /// has. Only the `p > 0` tokens are sorted, as a compact array, with the
-/// same comparator, so the order is the one a full sort gives (up to
+/// same comparator (through a radix sort on `p/q` for large supports,
+/// [`sort_by_ratio`]), so the order is the one a full sort gives (up to
 /// products `p·q` that underflow to 0, where the cross-multiplied
 /// comparison was already not a total order).
 fn ratio_order(p: &Dist, q: &Dist) -> (Vec<ZeroEntry>, Vec<LiveEntry>) {
@@ -166,8 +166,8 @@ fn ratio_order(p: &Dist, q: &Dist) -> (Vec<ZeroEntry>, Vec<LiveEntry>) {
             zero.push((qx, x));
         }
     }
-    // p/q ascending: compare p_a q_b < p_b q_a, ties by id.
-    live.sort_unstable_by(|a, b| (a.0 * b.1).total_cmp(&(b.0 * a.1)).then(a.2.cmp(&b.2)));
+    // p/q ascending: p_a q_b < p_b q_a, ties by id.
+    sort_by_ratio(&mut live);
     (zero, live)
 }
 
@@ -668,18 +668,23 @@ fn outer_targets(items: &[Group], n: usize, inner_mass: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::select::optimal::ratio_sort::by_ratio;
 
     fn dist(v: &[f64]) -> Dist {
         Dist::new(v.to_vec()).unwrap()
     }
 
-    /// The full-support sort that `ratio_order` replaces, kept as the reference.
+    /// One comparison sort over the full support, the reference for
+    /// `ratio_order`'s split and radix passes.
     fn h_star_by_full_sort(p: &Dist, q: &Dist, n: usize) -> (Vec<u32>, usize, f64) {
         let mut order: Vec<u32> = q.support().to_vec();
-        order.sort_unstable_by(|&a, &b| {
-            (p.get(a) * q.get(b))
-                .total_cmp(&(p.get(b) * q.get(a)))
-                .then(a.cmp(&b))
+        // One comparison sort over the whole support: p = 0 first (by id),
+        // then the exact ratio order.
+        order.sort_by(|&a, &b| match (p.get(a) > 0.0, p.get(b) > 0.0) {
+            (false, false) => a.cmp(&b),
+            (false, true) => std::cmp::Ordering::Less,
+            (true, false) => std::cmp::Ordering::Greater,
+            (true, true) => by_ratio(&(p.get(a), q.get(a), a), &(p.get(b), q.get(b), b)),
         });
         let (mut p_sum, mut q_sum) = (0.0, 0.0);
         let (mut best, mut best_len) = (0.0, 0);

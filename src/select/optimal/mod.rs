@@ -12,6 +12,7 @@ pub mod global;
 pub mod lp;
 pub mod luce;
 pub mod oracle;
+pub mod ratio_sort;
 pub mod window;
 
 use std::collections::BTreeMap;
