@@ -37,16 +37,12 @@ pub fn sort_by_ratio(live: &mut Vec<LiveEntry>) {
     // exponent and 20 bits of mantissa: still monotone in the quotient, and
     // equal only for ratios within a relative 2^-20). `live` is in
     // ascending id, so index order is id order.
-    let mut keys: Vec<u64> = live
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.0 / e.1).to_bits() & !0xffff_ffff | i as u64)
-        .collect();
-    if keys.len() < RADIX_MIN {
-        keys.sort_unstable();
-    } else {
-        keys = radix_sort_upper_half(keys);
-    }
+    let keys = sort_keyed_indices(
+        live.iter()
+            .enumerate()
+            .map(|(i, e)| (e.0 / e.1).to_bits() & !0xffff_ffff | i as u64)
+            .collect(),
+    );
     let mut sorted: Vec<LiveEntry> = keys.iter().map(|&k| live[k as u32 as usize]).collect();
     let mut start = 0;
     for end in 1..=keys.len() {
@@ -90,6 +86,18 @@ fn compare_products((m1, e1): (u128, i32), (m2, e2): (u128, i32)) -> Ordering {
         1 => (m1 << 1).cmp(&m2),
         -1 => m1.cmp(&(m2 << 1)),
         _ => m1.cmp(&m2),
+    }
+}
+
+/// Sorts words `key << 32 | index`, built in ascending index, by key and
+/// then index: a comparison sort below [`RADIX_MIN`] words, else a radix
+/// sort on the keys (stable, so ties stay in index order: the same result).
+pub fn sort_keyed_indices(mut keys: Vec<u64>) -> Vec<u64> {
+    if keys.len() < RADIX_MIN {
+        keys.sort_unstable();
+        keys
+    } else {
+        radix_sort_upper_half(keys)
     }
 }
 

@@ -17,6 +17,8 @@
 //! 4. **Windows.** Within a region, atoms in ascending `x/q` each take the
 //!    `q_a` of free length just below a top end `u` in the topmost free
 //!    segment, `u` chosen so that the window's winning mass is `x_a`.
+//!    Tokens of one density (the water level's) are placed as one atom
+//!    whose pieces they share ([`Group`]).
 //!
 //! Why a root exists: placing a window of exact mass leaves the remaining
 //! targets in the base polytope of the remaining free space. With ascending
@@ -35,6 +37,10 @@ use crate::rng::SpecRng;
 
 use super::super::two_step::SelectionRule;
 use super::global::h_star;
+use super::ratio_sort::sort_keyed_indices;
+
+/// `group_of` for a token placed on its own.
+const NO_GROUP: u8 = u8::MAX;
 
 /// `hi^K − lo^K` without cancellation: `(hi − lo)·Σ_j hi^j lo^(K−1−j)`,
 /// the sum by the recurrence `f_m = hi^m + lo·f_(m−1)` (no powers).
@@ -218,6 +224,44 @@ impl Atom {
     }
 }
 
+/// Tokens of one region with the same density, placed as one atom. Each
+/// member's draws take a uniform point of the group's pieces: the members
+/// together put density `q(group) / length = 1` on them, so coordinates
+/// stay i.i.d. uniform, and given that the largest coordinate falls in
+/// the group's pieces, the draft holding it is of token `a` with
+/// probability `q_a / q(group)`. So `a` wins `x_a = mass · q_a / q(group)`,
+/// its own target, as every member's density is the group's.
+struct Group {
+    /// The group's index in [`Placement`] (after the tokens').
+    slot: usize,
+    /// Positions (in `h_star`'s order) of the members.
+    members: Vec<usize>,
+    len: f64,
+    target: f64,
+}
+
+impl Group {
+    fn new(slot: usize) -> Self {
+        Group {
+            slot,
+            members: Vec::new(),
+            len: 0.0,
+            target: 0.0,
+        }
+    }
+
+    fn add(&mut self, position: usize, len: f64, target: f64) {
+        self.members.push(position);
+        self.len += len;
+        self.target += target;
+    }
+
+    /// The atom to place, if the group has members.
+    fn atom(&self) -> Option<Atom> {
+        (!self.members.is_empty()).then(|| Atom::new(self.slot, self.len, self.target))
+    }
+}
+
 /// Places the atoms of one region (already in ascending `x/q`) into
 /// `[lo, hi]`, recording each atom's pieces.
 fn place(region: (f64, f64), atoms: &[Atom], k: usize, placement: &mut Placement) {
@@ -334,16 +378,33 @@ impl WindowRule {
         let outer: Vec<(f64, f64)> = order[inner_len..].iter().map(|&x| pq(x)).collect();
         let lambda = water_level_min(&outer, 1.0 - ck);
         let mu = water_level_max(&inner, ck);
-        let mut atoms_outer: Vec<Atom> = outer
-            .iter()
-            .enumerate()
-            .map(|(i, &(p, q))| Atom::new(inner_len + i, q, p.min(lambda * q)))
-            .collect();
-        let mut atoms_inner: Vec<Atom> = inner
-            .iter()
-            .enumerate()
-            .map(|(i, &(p, q))| Atom::new(i, q, p.max(mu * q)))
-            .collect();
+        // Tokens whose target is the water level times q (outer p ≥ λq,
+        // inner p ≤ μq: without truncation, tens of thousands of draft
+        // tokens with p = 0) all have the same density. They are placed as
+        // one atom whose pieces every member shares (see `Group`): one
+        // window instead of one per token, with the same law.
+        let mut outer_group = Group::new(order.len());
+        let mut atoms_outer: Vec<Atom> = Vec::with_capacity(outer.len());
+        for (i, &(p, q)) in outer.iter().enumerate() {
+            let target = p.min(lambda * q);
+            if lambda.is_finite() && lambda > 0.0 && p >= lambda * q {
+                outer_group.add(inner_len + i, q, target);
+            } else {
+                atoms_outer.push(Atom::new(inner_len + i, q, target));
+            }
+        }
+        let mut inner_group = Group::new(order.len() + 1);
+        let mut atoms_inner: Vec<Atom> = Vec::with_capacity(inner.len());
+        for (i, &(p, q)) in inner.iter().enumerate() {
+            let target = p.max(mu * q);
+            if mu.is_finite() && mu > 0.0 && p <= mu * q {
+                inner_group.add(i, q, target);
+            } else {
+                atoms_inner.push(Atom::new(i, q, target));
+            }
+        }
+        atoms_outer.extend(outer_group.atom());
+        atoms_inner.extend(inner_group.atom());
         // Ascending x/q, ties by position. One division per atom, made once:
         // a single key is a total order, where cross-multiplied comparisons
         // are not (rounding makes them intransitive at the water levels'
@@ -357,11 +418,19 @@ impl WindowRule {
         };
         by_density(&mut atoms_outer);
         by_density(&mut atoms_inner);
-        let mut placement = Placement::new(order.len());
+        let mut placement = Placement::new(order.len() + 2);
         place((c, 1.0), &atoms_outer, k, &mut placement);
         place((0.0, c), &atoms_inner, k, &mut placement);
-        let mut tokens: Vec<(u32, usize)> = order.iter().copied().zip(0..).collect();
-        tokens.sort_unstable();
+        // `(token, position)` by token, as `token << 32 | position` (a
+        // comparison sort of a whole vocabulary's worth of pairs cost more
+        // than the placement).
+        let tokens = sort_keyed_indices(
+            order
+                .iter()
+                .enumerate()
+                .map(|(position, &token)| (token as u64) << 32 | position as u64)
+                .collect(),
+        );
         let mut rule = WindowRule {
             k,
             tokens: Vec::with_capacity(tokens.len()),
@@ -371,12 +440,33 @@ impl WindowRule {
             selection_acceptance: 0.0,
             pstar,
         };
-        for (token, position) in tokens {
-            let (start, end) = placement.ranges[position];
+        // Which group each position belongs to, if any.
+        let groups = [&outer_group, &inner_group];
+        let mut group_of = vec![NO_GROUP; order.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &position in &group.members {
+                group_of[position] = g as u8;
+            }
+        }
+        let pieces_mass = |parts: &[(f64, f64)]| -> f64 {
+            parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum()
+        };
+        let group_mass = groups.map(|group| {
+            let (start, end) = placement.ranges[group.slot];
+            pieces_mass(&rule.pieces[start..end])
+        });
+        for key in tokens {
+            let (token, position) = ((key >> 32) as u32, key as u32 as usize);
+            let group = groups.get(group_of[position] as usize);
+            let (start, end) = placement.ranges[group.map_or(position, |g| g.slot)];
             let parts = &rule.pieces[start..end];
             rule.tokens.push((token, start, end));
             rule.lengths.push(parts.iter().map(|(l, h)| h - l).sum());
-            let mass: f64 = parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum();
+            // A member wins its share `q_a / q(group)` of the group's mass.
+            let mass = match group {
+                Some(g) => group_mass[group_of[position] as usize] * (q.get(token) / g.len),
+                None => pieces_mass(parts),
+            };
             rule.intermediate.push(mass);
             rule.selection_acceptance += p.get(token).min(mass);
         }
