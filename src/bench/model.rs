@@ -74,8 +74,8 @@ pub struct ModelBenchRow {
 /// a 512 MiB buffer, every byte read once and nothing written — what a
 /// decode step does with its weights. A copy would count writes too and
 /// overstate the rate at which weights can be streamed (on the 2-core build
-/// machine a copy moves 46 GB/s, a read runs at 27 GB/s on one thread and
-/// 33 GB/s on two).
+/// machine a copy measured 43–46 GB/s, a read 22–33 GB/s on one thread and
+/// 30–37 GB/s on two).
 pub fn read_bandwidth(device: &Device) -> Result<f64> {
     const ELEMENTS: usize = 128 << 20; // 512 MiB of f32
     let mut times = Vec::new();

@@ -28,6 +28,12 @@ pub fn hub_endpoint() -> Option<String> {
         .filter(|e| !e.is_empty())
 }
 
+/// The hub's base URL: `HF_ENDPOINT` as [`hub_endpoint`] reads it, else
+/// the public hub.
+pub fn hub_url() -> String {
+    hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into())
+}
+
 /// `HF_TOKEN` if set and non-empty, else the login token file under
 /// `HF_HOME` (default `~/.cache/huggingface/token`).
 pub fn hub_token() -> Option<String> {

@@ -41,7 +41,7 @@ pub fn classify(error: &ApiError) -> HubFailure {
 /// why, and what to do.
 pub fn explain(error: &ApiError, action: &str, repo: &str, revision: &str) -> String {
     let token_sent = super::client::hub_token().is_some();
-    let endpoint = super::client::hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into());
+    let endpoint = super::client::hub_url();
     match classify(error) {
         HubFailure::Unauthorized if token_sent => format!(
             "{action}: the hub rejected the token (401 Unauthorized): check HF_TOKEN or the token file of `huggingface-cli login` ($HF_HOME/token), or create a new token"

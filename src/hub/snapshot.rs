@@ -48,7 +48,7 @@ impl Target {
 /// drops the hub's `x-error-code` header, so the first answer cannot say).
 /// `None` when the probe itself fails for another reason.
 fn which_is_missing(target: &Target, action: &str) -> Option<String> {
-    let endpoint = super::client::hub_endpoint().unwrap_or_else(|| "https://huggingface.co".into());
+    let endpoint = super::client::hub_url();
     let kind = match target.kind {
         RepoType::Dataset => "datasets",
         RepoType::Space => "spaces",

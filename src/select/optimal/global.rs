@@ -149,11 +149,9 @@ type ZeroEntry = (f64, u32);
 /// comparison), and after top-p most of the draft's support (≈ 1230 of
 /// 1313 tokens at the bench's nodes) has `p = 0`. Those all have ratio 0,
 /// so they come first, tied, in id order: the order `q.support()` already
-/// has. Only the `p > 0` tokens are sorted, as a compact array, with the
-/// same comparator (through a radix sort on `p/q` for large supports,
-/// [`sort_by_ratio`]), so the order is the one a full sort gives (up to
-/// products `p·q` that underflow to 0, where the cross-multiplied
-/// comparison was already not a total order).
+/// has. Only the `p > 0` tokens are sorted, as a compact array, by the
+/// exact ratio order ([`sort_by_ratio`]: radix passes on `p/q` for large
+/// supports), so the order is the one a full sort gives.
 fn ratio_order(p: &Dist, q: &Dist) -> (Vec<ZeroEntry>, Vec<LiveEntry>) {
     let support = q.support();
     let mut zero = Vec::with_capacity(support.len());
@@ -678,8 +676,7 @@ mod tests {
     /// `ratio_order`'s split and radix passes.
     fn h_star_by_full_sort(p: &Dist, q: &Dist, n: usize) -> (Vec<u32>, usize, f64) {
         let mut order: Vec<u32> = q.support().to_vec();
-        // One comparison sort over the whole support: p = 0 first (by id),
-        // then the exact ratio order.
+        // p = 0 first (by id), then the exact ratio order.
         order.sort_by(|&a, &b| match (p.get(a) > 0.0, p.get(b) > 0.0) {
             (false, false) => a.cmp(&b),
             (false, true) => std::cmp::Ordering::Less,

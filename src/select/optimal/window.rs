@@ -39,7 +39,8 @@ use super::super::two_step::SelectionRule;
 use super::global::h_star;
 use super::ratio_sort::sort_keyed_indices;
 
-/// `group_of` for a token placed on its own.
+/// `group_of` for a token placed on its own (groups are 0, outer, and 1,
+/// inner).
 const NO_GROUP: u8 = u8::MAX;
 
 /// `hi^K − lo^K` without cancellation: `(hi − lo)·Σ_j hi^j lo^(K−1−j)`,
@@ -234,8 +235,7 @@ impl Atom {
 struct Group {
     /// The group's index in [`Placement`] (after the tokens').
     slot: usize,
-    /// Positions (in `h_star`'s order) of the members.
-    members: Vec<usize>,
+    members: usize,
     len: f64,
     target: f64,
 }
@@ -244,21 +244,21 @@ impl Group {
     fn new(slot: usize) -> Self {
         Group {
             slot,
-            members: Vec::new(),
+            members: 0,
             len: 0.0,
             target: 0.0,
         }
     }
 
-    fn add(&mut self, position: usize, len: f64, target: f64) {
-        self.members.push(position);
+    fn add(&mut self, len: f64, target: f64) {
+        self.members += 1;
         self.len += len;
         self.target += target;
     }
 
     /// The atom to place, if the group has members.
     fn atom(&self) -> Option<Atom> {
-        (!self.members.is_empty()).then(|| Atom::new(self.slot, self.len, self.target))
+        (self.members > 0).then(|| Atom::new(self.slot, self.len, self.target))
     }
 }
 
@@ -383,12 +383,14 @@ impl WindowRule {
         // tokens with p = 0) all have the same density. They are placed as
         // one atom whose pieces every member shares (see `Group`): one
         // window instead of one per token, with the same law.
+        let mut group_of = vec![NO_GROUP; order.len()];
         let mut outer_group = Group::new(order.len());
         let mut atoms_outer: Vec<Atom> = Vec::with_capacity(outer.len());
         for (i, &(p, q)) in outer.iter().enumerate() {
             let target = p.min(lambda * q);
             if lambda.is_finite() && lambda > 0.0 && p >= lambda * q {
-                outer_group.add(inner_len + i, q, target);
+                outer_group.add(q, target);
+                group_of[inner_len + i] = 0;
             } else {
                 atoms_outer.push(Atom::new(inner_len + i, q, target));
             }
@@ -398,7 +400,8 @@ impl WindowRule {
         for (i, &(p, q)) in inner.iter().enumerate() {
             let target = p.max(mu * q);
             if mu.is_finite() && mu > 0.0 && p <= mu * q {
-                inner_group.add(i, q, target);
+                inner_group.add(q, target);
+                group_of[i] = 1;
             } else {
                 atoms_inner.push(Atom::new(i, q, target));
             }
@@ -440,33 +443,33 @@ impl WindowRule {
             selection_acceptance: 0.0,
             pstar,
         };
-        // Which group each position belongs to, if any.
         let groups = [&outer_group, &inner_group];
-        let mut group_of = vec![NO_GROUP; order.len()];
-        for (g, group) in groups.iter().enumerate() {
-            for &position in &group.members {
-                group_of[position] = g as u8;
-            }
-        }
+        let pieces_length =
+            |parts: &[(f64, f64)]| -> f64 { parts.iter().map(|(l, h)| h - l).sum() };
         let pieces_mass = |parts: &[(f64, f64)]| -> f64 {
             parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum()
         };
-        let group_mass = groups.map(|group| {
+        // Each group's pieces' length and winning mass, once for all members.
+        let group_totals = groups.map(|group| {
             let (start, end) = placement.ranges[group.slot];
-            pieces_mass(&rule.pieces[start..end])
+            let parts = &rule.pieces[start..end];
+            (pieces_length(parts), pieces_mass(parts))
         });
         for key in tokens {
             let (token, position) = ((key >> 32) as u32, key as u32 as usize);
-            let group = groups.get(group_of[position] as usize);
-            let (start, end) = placement.ranges[group.map_or(position, |g| g.slot)];
+            let g = group_of[position] as usize;
+            let (start, end) = placement.ranges[groups.get(g).map_or(position, |group| group.slot)];
             let parts = &rule.pieces[start..end];
             rule.tokens.push((token, start, end));
-            rule.lengths.push(parts.iter().map(|(l, h)| h - l).sum());
             // A member wins its share `q_a / q(group)` of the group's mass.
-            let mass = match group {
-                Some(g) => group_mass[group_of[position] as usize] * (q.get(token) / g.len),
-                None => pieces_mass(parts),
+            let (length, mass) = match groups.get(g) {
+                Some(group) => (
+                    group_totals[g].0,
+                    group_totals[g].1 * (q.get(token) / group.len),
+                ),
+                None => (pieces_length(parts), pieces_mass(parts)),
             };
+            rule.lengths.push(length);
             rule.intermediate.push(mass);
             rule.selection_acceptance += p.get(token).min(mass);
         }
