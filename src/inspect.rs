@@ -3,7 +3,7 @@
 use anyhow::{Result, bail};
 
 use crate::model::checkpoint::{LoadOptions, load_checkpoint};
-use crate::model::device::{parse_device, parse_dtype};
+use crate::model::device::{DeviceChoice, Precision};
 use crate::model::{Positions, Tokenizer};
 
 /// Token ids of a text and the next-token log-probabilities after it.
@@ -30,8 +30,8 @@ pub struct InspectRequest<'a> {
     pub model: &'a str,
     pub input: InspectInput<'a>,
     pub revision: Option<String>,
-    pub device: &'a str,
-    pub dtype: &'a str,
+    pub device: DeviceChoice,
+    pub dtype: Precision,
     /// How many of the most likely next tokens to decode.
     pub top: usize,
 }
@@ -39,8 +39,8 @@ pub struct InspectRequest<'a> {
 pub fn next_token(request: &InspectRequest) -> Result<NextToken> {
     let options = LoadOptions {
         revision: request.revision.clone(),
-        device: parse_device(request.device)?,
-        dtype: parse_dtype(request.dtype)?,
+        device: request.device.open()?,
+        dtype: request.dtype.dtype(),
     };
     let mut loaded = load_checkpoint(request.model, &options)?;
     let tokenizer = loaded.tokenizer.as_ref();

@@ -8,6 +8,27 @@
 //! * [`quality`]: ROUGE-L and BLEU of generated text, as the field's Python packages score it.
 //! * [`threads`]: the thread count every CPU pool uses, set once at start.
 
+/// Serde through `Display` and `FromStr`: a choice type (a dataset, a
+/// device, a cell kind) reads and writes exactly the text that configs,
+/// flags and CSV cells hold, and a bad value fails with the type's own
+/// one-line message.
+macro_rules! serde_as_text {
+    ($ty:ty) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
 pub mod bench;
 pub mod cli;
 pub mod data;

@@ -24,10 +24,10 @@ fn scratch(name: &str) -> PathBuf {
 fn small_config(scheme: &str) -> Config {
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 4096;
-    config.data.datasets = vec!["xsum".into(), "dolly".into(), "wmt18".into()];
+    config.data.datasets = vec![specbench::data::Dataset::Xsum, specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
     config.data.prompts = 6;
     config.decode.max_new_tokens = 48;
-    config.sweep.schemes = vec![scheme.into()];
+    config.sweep.schemes = vec![scheme.parse().unwrap()];
     config.sweep.drafts = vec![2];
     config.sweep.draft_temps = vec![1.0];
     config.sweep.seeds = vec![1];
@@ -170,7 +170,7 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
         |row| {
             relabel(&mut row.cell_id);
             if row.scheme == "nss" {
-                row.scheme = "specinfer".into();
+                row.scheme = "specinfer".parse().unwrap();
             }
         },
         Some(&|line: &mut GenerationLine| {
@@ -281,7 +281,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let renamed = dir.join("renamed");
     let mut config = small_config("specinfer");
     config.name = "renamed".into();
-    config.sweep.schemes = vec!["specinfer".into(), "nss".into()];
+    config.sweep.schemes = vec!["specinfer".parse().unwrap(), "nss".parse().unwrap()];
     run_into(config, &renamed);
     let ok = specbench(&[&base, &renamed]);
     assert!(ok.status.code() != Some(2), "{}", text(&ok.stderr));

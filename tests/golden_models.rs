@@ -300,7 +300,7 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
     // rounding those formats allow. Unit roundoff: 2⁻¹¹ for f16, 2⁻⁸ for
     // bf16; the bound allows 16 such roundings of the largest logit (about
     // 1.5 are measured).
-    use specbench::model::device::parse_dtype;
+    use specbench::model::device::Precision;
     for dir in [
         "opt-tiny-preln",
         "opt-tiny-postln",
@@ -311,7 +311,7 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
         let largest = g.logits.iter().fold(0f32, |m, x| m.max(x.abs()));
         for (dtype, roundoff) in [("f16", 2f32.powi(-11)), ("bf16", 2f32.powi(-8))] {
             let options = LoadOptions {
-                dtype: parse_dtype(dtype).unwrap(),
+                dtype: dtype.parse::<Precision>().unwrap().dtype(),
                 ..LoadOptions::default()
             };
             let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)

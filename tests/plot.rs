@@ -38,13 +38,13 @@ fn cell(kind: &str, scheme: &str, k: usize, temp_set: &str, seed: u64) -> CellRo
     let accept = 0.5 + 0.03 * s + 0.01 * seed as f64;
     CellRow {
         cell_id: format!("dolly/{temp_set}/K{k}/{scheme}/seed{seed}"),
-        dataset: "dolly".into(),
+        dataset: specbench::data::Dataset::Dolly,
         template: "dolly".into(),
-        kind: kind.into(),
-        scheme: scheme.into(),
+        kind: kind.parse().unwrap(),
+        scheme: scheme.split(':').next().unwrap().parse().unwrap(),
         k,
         draft_len: DEPTHS,
-        temp_set: temp_set.into(),
+        temp_set: temp_set.parse().unwrap(),
         target_temp: 1.0,
         top_p: 0.95,
         max_new_tokens: 16,
@@ -547,10 +547,10 @@ fn small_run() -> specbench::experiment::Config {
     use specbench::experiment::config::EMBEDDED_DEFAULT;
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 2048;
-    config.data.datasets = vec!["dolly".into()];
+    config.data.datasets = vec![specbench::data::Dataset::Dolly];
     config.data.prompts = 1;
     config.decode.max_new_tokens = 8;
-    config.sweep.schemes = vec!["specinfer".into(), "is".into()];
+    config.sweep.schemes = vec!["specinfer".parse().unwrap(), "is".parse().unwrap()];
     config.sweep.drafts = vec![2, 3];
     config.sweep.draft_temps = vec![1.2, 1.6];
     config.sweep.draft_temp_pairs = vec![[1.2, 1.6], [1.2, 2.0]];
@@ -642,10 +642,10 @@ fn a_real_run_its_shards_and_their_merge_give_the_same_figures() {
             let seeds: Vec<f64> = rows
                 .iter()
                 .filter(|r| {
-                    r.kind == "scheme"
+                    r.kind == specbench::experiment::cell::CellKind::Scheme
                         && r.k == 3
                         && r.scheme_label() == series.label
-                        && r.temp_set.parse::<f64>().ok() == Some(point.x)
+                        && r.temp_set.identical() == Some(point.x)
                 })
                 .map(|r| r.block_efficiency_vs_sd_pct.unwrap())
                 .collect();

@@ -31,14 +31,14 @@ fn specbench(args: &[&str]) -> Output {
 fn e3_like() -> Config {
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 4096;
-    config.data.datasets = vec!["dolly".into()];
+    config.data.datasets = vec![specbench::data::Dataset::Dolly];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 10;
     config.sweep.schemes = vec![
-        "is".into(),
-        "is:m=10".into(),
-        "spectr".into(),
-        "specinfer".into(),
+        "is".parse().unwrap(),
+        "is:m=10".parse().unwrap(),
+        "spectr".parse().unwrap(),
+        "specinfer".parse().unwrap(),
     ];
     config.sweep.drafts = vec![2, 3];
     config.sweep.draft_temps = vec![1.2];
@@ -90,7 +90,7 @@ fn entries(text: &str) -> Vec<CsvEntry> {
 fn seeds_of<'a>(rows: &'a [CellRow], label: &str, k: usize) -> Vec<&'a CellRow> {
     rows.iter()
         .filter(|r| {
-            r.kind == "scheme" && canonical(&r.scheme_label()) == canonical(label) && r.k == k
+            r.kind == specbench::experiment::cell::CellKind::Scheme && canonical(&r.scheme_label()) == canonical(label) && r.k == k
         })
         .collect()
 }
@@ -201,7 +201,7 @@ fn non_identical_pairs_and_top_k_get_their_tables() {
     let out = scratch("pairs");
     let mut config = e3_like();
     config.sweep.drafts = vec![2];
-    config.sweep.schemes = vec!["is".into(), "specinfer".into()];
+    config.sweep.schemes = vec!["is".parse().unwrap(), "specinfer".parse().unwrap()];
     config.sweep.draft_temps = vec![];
     config.sweep.draft_temp_pairs = vec![[1.2, 1.6], [1.2, 2.0]];
     config.sweep.seeds = vec![1];

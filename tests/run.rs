@@ -23,10 +23,10 @@ fn scratch(name: &str) -> PathBuf {
 fn small_config() -> Config {
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 4096;
-    config.data.datasets = vec!["dolly".into(), "wmt18".into()];
+    config.data.datasets = vec![specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 12;
-    config.sweep.schemes = vec!["specinfer".into(), "is".into(), "spectr".into()];
+    config.sweep.schemes = vec!["specinfer".parse().unwrap(), "is".parse().unwrap(), "spectr".parse().unwrap()];
     config.sweep.draft_temps = vec![1.2, 2.0];
     config.sweep.seeds = vec![1];
     config
@@ -107,7 +107,7 @@ fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
             row.block_efficiency
         );
         assert!(row.tokens > 0 && row.rounds > 0 && row.token_rate > 0.0);
-        match row.kind.as_str() {
+        match row.kind.name() {
             "target" => assert_eq!(row.block_efficiency, 1.0),
             "sd" => assert_eq!(row.block_efficiency_vs_sd_pct, Some(0.0)),
             _ => {
@@ -137,7 +137,7 @@ fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
     let rounds = std::fs::read_to_string(out.join("rounds.jsonl")).unwrap();
     let scheme_rounds: usize = rows
         .iter()
-        .filter(|r| r.kind != "target")
+        .filter(|r| r.kind != specbench::experiment::cell::CellKind::Target)
         .map(|r| r.rounds)
         .sum();
     assert_eq!(rounds.lines().count(), scheme_rounds);
@@ -541,9 +541,9 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
     }
     let text = std::fs::read_to_string(root.join("experiments/tiny.toml")).unwrap();
     let mut config = Config::from_toml(&text, "tiny").unwrap();
-    config.sweep.schemes = vec!["specinfer".into()];
+    config.sweep.schemes = vec!["specinfer".parse().unwrap()];
     config.sweep.draft_temps = vec![1.2];
-    config.data.datasets = vec!["xsum".into(), "dolly".into(), "wmt18".into()];
+    config.data.datasets = vec![specbench::data::Dataset::Xsum, specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 24;
     let out = scratch("tiny-text");

@@ -59,8 +59,8 @@ fn inspect_logits_matches_transformers_on_the_trained_target() {
         model: dir.to_str().unwrap(),
         input: InspectInput::Text(expected["text"].as_str().unwrap()),
         revision: None,
-        device: "cpu",
-        dtype: "f32",
+        device: Default::default(),
+        dtype: Default::default(),
         top: 5,
     })
     .unwrap();

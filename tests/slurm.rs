@@ -54,7 +54,7 @@ fn array_tasks_numbered_from_zero_run_every_shard_once() {
     // Each (dataset, temperature, seed) group runs in exactly one task.
     let temps = |rows: &[specbench::experiment::metrics::CellRow]| {
         rows.iter()
-            .filter(|r| r.kind != "target")
+            .filter(|r| r.kind != specbench::experiment::cell::CellKind::Target)
             .map(|r| r.temp_set.clone())
             .collect::<std::collections::BTreeSet<_>>()
     };

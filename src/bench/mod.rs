@@ -36,8 +36,7 @@ impl Default for BenchOptions {
         Self {
             // The small-V oracle sampler (`optimal`) enumerates tuples and is
             // not meant for this size; P* itself is timed in its own row.
-            schemes: "single,specinfer,spectr,rsd,is,greedy,is_ratio,is_priority,nss,sd_first"
-                .into(),
+            schemes: crate::select::registry::bench_defaults(),
             drafts: vec![2, 4, 8],
             vocab: 50272,
             truncations: vec![Truncation::TopP(0.95)],

@@ -15,9 +15,66 @@ use anyhow::{Context, Result, bail};
 pub use select::Selection;
 pub use template::{Template, render};
 
+impl std::str::FromStr for Dataset {
+    type Err = anyhow::Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        match name.trim() {
+            "xsum" => Ok(Dataset::Xsum),
+            "dolly" => Ok(Dataset::Dolly),
+            "wmt18" | "wmt" | "wmt18_de_en" => Ok(Dataset::Wmt18),
+            other => bail!("unknown dataset '{other}': use xsum, dolly or wmt18"),
+        }
+    }
+}
+
+impl std::fmt::Display for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+serde_as_text!(Dataset);
+
+/// Where prompts come from: the rows compiled into the binary, local files
+/// (`data.path`) or the Hugging Face hub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DataSource {
+    #[default]
+    Embedded,
+    Local,
+    Hub,
+}
+
+impl std::str::FromStr for DataSource {
+    type Err = anyhow::Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        match name.trim() {
+            "embedded" => Ok(DataSource::Embedded),
+            "local" => Ok(DataSource::Local),
+            "hub" => Ok(DataSource::Hub),
+            other => bail!("data.source '{other}': use embedded, local or hub"),
+        }
+    }
+}
+
+impl std::fmt::Display for DataSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DataSource::Embedded => "embedded",
+            DataSource::Local => "local",
+            DataSource::Hub => "hub",
+        })
+    }
+}
+
+serde_as_text!(DataSource);
+
 /// The three datasets of the paper.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Dataset {
+    #[default]
     Xsum,
     Dolly,
     Wmt18,
@@ -43,14 +100,6 @@ impl Dataset {
         }
     }
 
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            "xsum" => Ok(Dataset::Xsum),
-            "dolly" => Ok(Dataset::Dolly),
-            "wmt18" | "wmt" | "wmt18_de_en" => Ok(Dataset::Wmt18),
-            other => bail!("unknown dataset '{other}': use xsum, dolly or wmt18"),
-        }
-    }
 
     /// The embedded sample prompts (`data/*.jsonl`, written for this project).
     fn embedded(self) -> &'static str {

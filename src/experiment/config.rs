@@ -6,9 +6,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::data::Dataset;
+use crate::data::{DataSource, Dataset};
 use crate::model::SyntheticConfig;
-use crate::select::build_list;
+use crate::model::device::{DeviceChoice, Precision};
+use crate::select::SchemeSpec;
 
 /// The offline default, compiled in so that `specbench run` works anywhere.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../experiments/default.toml");
@@ -39,12 +40,12 @@ pub struct Models {
     pub target_revision: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_revision: Option<String>,
-    /// `cpu`, `cuda`, `cuda:N` or `auto`.
-    #[serde(default = "default_device")]
-    pub device: String,
+    /// `cpu` (default), `cuda`, `cuda:N` or `auto`.
+    #[serde(default)]
+    pub device: DeviceChoice,
     /// Weight precision of real models: `f32` (default), `f16`, `bf16`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
+    pub dtype: Option<Precision>,
     /// CPU threads for every pool the process uses (rayon's, candle's,
     /// gemm's; `crate::threads`). Default: all available cores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,16 +55,12 @@ pub struct Models {
     pub synthetic: SyntheticConfig,
 }
 
-fn default_device() -> String {
-    "cpu".into()
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Data {
     /// `embedded` (the prompts in `data/`, compiled in), `local` (JSONL
     /// files under `path`) or `hub`.
-    pub source: String,
+    pub source: DataSource,
     /// For `local`: a folder laid out like `../shared/data`, or one JSONL
     /// file (with a single dataset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +70,7 @@ pub struct Data {
     /// sequences than its position table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_prompt_tokens: Option<usize>,
-    pub datasets: Vec<String>,
+    pub datasets: Vec<Dataset>,
     /// Prompts per dataset.
     pub prompts: usize,
     /// Draw the prompts as a seeded sample (kept in file order) instead of
@@ -83,7 +80,7 @@ pub struct Data {
     /// Prompt templates replacing the defaults of `DATA.md` §2, by dataset
     /// (`xsum = "Document: {document}\nTL;DR:"`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub templates: std::collections::BTreeMap<String, String>,
+    pub templates: std::collections::BTreeMap<Dataset, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -104,7 +101,7 @@ pub struct Decode {
 pub struct Sweep {
     /// Registry names with parameters (`is:m=20`); SD and the target-only
     /// baseline are added to every (dataset, temperatures, seed) group.
-    pub schemes: Vec<String>,
+    pub schemes: Vec<SchemeSpec>,
     /// Numbers of drafts K (identical drafts).
     pub drafts: Vec<usize>,
     /// Identical-draft temperatures: every draft at T.
@@ -124,8 +121,8 @@ impl Models {
         let side = |name: &str, revision: &Option<String>| crate::model::ModelSpec {
             name: name.to_string(),
             revision: revision.clone(),
-            device: self.device.clone(),
-            dtype: self.dtype.clone(),
+            device: self.device,
+            dtype: self.dtype,
         };
         crate::model::PairSpec {
             target: side(&self.target, &self.target_revision),
@@ -138,7 +135,7 @@ impl Models {
 impl Data {
     /// The template of `dataset`: the config's, else the default.
     pub fn template(&self, dataset: crate::data::Dataset) -> Result<crate::data::Template> {
-        match self.templates.get(dataset.name()) {
+        match self.templates.get(&dataset) {
             Some(text) => crate::data::Template::custom(dataset, text),
             None => Ok(crate::data::Template::Default(dataset)),
         }
@@ -185,14 +182,6 @@ impl Config {
         }
     }
 
-    pub fn datasets(&self) -> Result<Vec<Dataset>> {
-        self.data
-            .datasets
-            .iter()
-            .map(|d| Dataset::parse(d))
-            .collect()
-    }
-
     /// Checks every field a run depends on before anything is loaded.
     pub fn validate(&self) -> Result<()> {
         if self.name.is_empty() || self.name.contains(['/', '\\']) {
@@ -204,22 +193,18 @@ impl Config {
         if self.data.datasets.is_empty() {
             bail!("data.datasets is empty: list at least one of xsum, dolly, wmt18");
         }
-        self.datasets()?;
-        match (self.data.source.as_str(), &self.data.path) {
-            ("local", None) => {
+        match (self.data.source, &self.data.path) {
+            (DataSource::Local, None) => {
                 bail!(
-                    "data.source = \"local\" needs data.path: a JSONL file or a folder like ../shared/data"
+                    "data.source = \"local\" needs data.path: a JSONL file or a folder of them (data/samples)"
                 )
             }
-            ("embedded" | "hub", Some(_)) => bail!(
+            (DataSource::Embedded | DataSource::Hub, Some(_)) => bail!(
                 "data.path is only read with data.source = \"local\": set the source or drop the path"
             ),
-            ("embedded" | "hub" | "local", _) => {}
-            (other, _) => bail!("data.source '{other}': use embedded, local or hub"),
+            _ => {}
         }
-        for name in self.data.templates.keys() {
-            let dataset = crate::data::Dataset::parse(name)
-                .map_err(|e| anyhow::anyhow!("data.templates: {e}"))?;
+        for &dataset in self.data.templates.keys() {
             self.data.template(dataset)?;
         }
         if self.data.prompts == 0 {
@@ -237,7 +222,6 @@ impl Config {
         if s.schemes.is_empty() {
             bail!("sweep.schemes is empty: name at least one scheme (see `specbench schemes`)");
         }
-        build_list(&s.schemes.join(",")).map_err(|e| anyhow::anyhow!("sweep.schemes: {e}"))?;
         if s.drafts.is_empty() || s.drafts.contains(&0) {
             bail!("sweep.drafts must list numbers of drafts of at least 1");
         }
@@ -272,34 +256,83 @@ fn check_temperature(t: f64, field: &str) -> Result<()> {
     Ok(())
 }
 
-/// Command-line overrides; `None` keeps the config's value.
-#[derive(Clone, Debug, Default)]
+/// Command-line overrides of a config's fields (`specbench run`'s flags);
+/// `None` keeps the config's value. Each value is parsed once, by clap, into
+/// the config's own type.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Overrides {
-    pub schemes: Option<Vec<String>>,
+    /// Schemes (comma-separated, `name:key=value` for parameters).
+    #[arg(long, value_delimiter = ',')]
+    pub schemes: Option<Vec<SchemeSpec>>,
+    /// Numbers of drafts K (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub drafts: Option<Vec<usize>>,
+    /// Tokens per draft per round (L).
+    #[arg(long)]
     pub draft_len: Option<usize>,
+    /// Identical-draft temperatures (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub draft_temps: Option<Vec<f64>>,
+    /// Non-identical draft temperature pairs, K = 2 (e.g. 1.2:1.6,1.2:2.0).
+    #[arg(long, value_delimiter = ',', value_parser = parse_temp_pair)]
     pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
+    #[arg(long)]
     pub target_temp: Option<f64>,
+    #[arg(long)]
     pub top_p: Option<f64>,
+    /// Top-k for both models (0: off).
+    #[arg(long)]
     pub top_k: Option<usize>,
-    pub datasets: Option<Vec<String>>,
+    /// Datasets (comma-separated: xsum, dolly, wmt18).
+    #[arg(long, value_delimiter = ',')]
+    pub datasets: Option<Vec<Dataset>>,
+    /// Prompts per dataset.
+    #[arg(long)]
     pub prompts: Option<usize>,
-    /// Local prompt files: sets data.source = local and data.path.
+    /// Read prompts from local files (data.source = local): a JSONL or
+    /// parquet file, a folder of them (data/samples), or a hub-layout folder.
+    #[arg(long)]
     pub dataset_file: Option<String>,
+    #[arg(long)]
     pub max_new_tokens: Option<usize>,
+    /// Seeds (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub seeds: Option<Vec<u64>>,
-    pub device: Option<String>,
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long)]
+    pub device: Option<DeviceChoice>,
+    /// Target model: a Hugging Face id (facebook/opt-13b), a local directory, or
+    /// random:opt-<size>[@seed] (that OPT shape with random weights, for timing).
+    #[arg(long)]
     pub target: Option<String>,
+    /// Draft model: a Hugging Face id (facebook/opt-125m), a local directory, or
+    /// random:opt-<size>[@seed].
+    #[arg(long)]
     pub draft: Option<String>,
-    /// One revision for both models.
+    /// Hub revision (branch, tag or commit) of both models.
+    #[arg(long, conflicts_with_all = ["target_revision", "draft_revision"])]
     pub revision: Option<String>,
+    /// Hub revision of the target alone (a commit of one repo means nothing in the other).
+    #[arg(long)]
     pub target_revision: Option<String>,
+    /// Hub revision of the draft alone.
+    #[arg(long)]
     pub draft_revision: Option<String>,
+    /// Cut prompts longer than this many tokens from the left (docs/datasets.md).
+    #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
+    /// Draw a seeded sample of each dataset's rows instead of the first ones.
+    #[arg(long)]
     pub sample_seed: Option<u64>,
-    pub dtype: Option<String>,
+    /// Weight precision of real models: f32, f16 or bf16.
+    #[arg(long)]
+    pub dtype: Option<Precision>,
+    /// CPU threads for every compute pool (rayon, candle, gemm); default:
+    /// all cores. Recorded in the manifest.
+    #[arg(long)]
     pub threads: Option<usize>,
+    /// Experiment name (the results/<name> directory).
+    #[arg(long)]
     pub name: Option<String>,
 }
 
@@ -325,7 +358,7 @@ impl Overrides {
         set(&mut config.data.datasets, &self.datasets);
         set(&mut config.data.prompts, &self.prompts);
         if let Some(path) = &self.dataset_file {
-            config.data.source = "local".into();
+            config.data.source = DataSource::Local;
             config.data.path = Some(path.clone());
         }
         set(&mut config.decode.max_new_tokens, &self.max_new_tokens);
@@ -350,7 +383,7 @@ impl Overrides {
             config.data.sample_seed = self.sample_seed;
         }
         if self.dtype.is_some() {
-            config.models.dtype = self.dtype.clone();
+            config.models.dtype = self.dtype;
         }
         if self.threads.is_some() {
             config.models.threads = self.threads;
@@ -392,7 +425,10 @@ mod tests {
         let base = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
         let check = |source: &str, path: Option<&str>| {
             let mut c = base.clone();
-            c.data.source = source.into();
+            c.data.source = match source.parse() {
+                Ok(source) => source,
+                Err(e) => return Some(e.to_string()),
+            };
             c.data.path = path.map(str::to_string);
             c.validate().err().map(|e| e.to_string())
         };
@@ -407,7 +443,7 @@ mod tests {
                 .unwrap()
                 .contains("use embedded, local or hub")
         );
-        assert_eq!(check("local", Some("../shared/data")), None);
+        assert_eq!(check("local", Some("data/samples")), None);
     }
 
     #[test]

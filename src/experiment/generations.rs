@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Cell;
+use crate::data::Dataset;
 use crate::decode::Generation;
 use crate::model::Tokenizer;
 
@@ -26,7 +27,7 @@ pub const GENERATIONS_FILE: &str = "generations.jsonl";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GenerationLine {
     pub cell_id: String,
-    pub dataset: String,
+    pub dataset: Dataset,
     /// The dataset record's id (as in the manifest's `prompt_ids`).
     pub prompt_id: String,
     /// Position of the prompt in the run's prompt list.
@@ -62,11 +63,11 @@ impl GenerationLine {
     ) -> Self {
         GenerationLine {
             cell_id: cell.id.clone(),
-            dataset: cell.dataset.name().into(),
+            dataset: cell.dataset,
             prompt_id: prompt_id.into(),
             prompt_index,
             seed: cell.seed,
-            scheme: cell.scheme.clone(),
+            scheme: cell.scheme_label(),
             prompt_tokens,
             tokens: generation.tokens.clone(),
             text: tokenizer.decode(&generation.tokens).ok(),
@@ -189,7 +190,7 @@ mod tests {
     fn line(cell: &str, prompt: usize) -> GenerationLine {
         GenerationLine {
             cell_id: cell.into(),
-            dataset: "dolly".into(),
+            dataset: Dataset::Dolly,
             prompt_id: format!("p{prompt}"),
             prompt_index: prompt,
             seed: 1,

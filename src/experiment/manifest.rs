@@ -1,17 +1,99 @@
 //! `manifest.json`: everything needed to reproduce the numbers in
 //! `cells.csv` — the full config, versions, models, prompts, machine.
 
-use serde_json::{Value, json};
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
 use super::config::Config;
 use super::options::RunOptions;
+use super::output::write_json_atomic;
 use super::plan::Plan;
 use crate::model::ModelPair;
+
+/// A run directory's manifest: what describes the run (config, models,
+/// prompts, machine; [`describe`]) and one record per invocation that wrote
+/// to the directory (a first run, then each `--resume`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    #[serde(flatten)]
+    pub description: Map<String, Value>,
+    #[serde(default)]
+    pub runs: Vec<RunRecord>,
+}
+
+/// One invocation of `run` on a directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub start: String,
+    pub end: Option<String>,
+    pub cells_run: usize,
+    pub status: RunStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still going, or killed: a later `--resume` finishes it.
+    Running,
+    Complete,
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+impl Manifest {
+    /// A manifest for this invocation, after the runs already recorded.
+    pub fn new(description: Value, previous_runs: Vec<RunRecord>) -> Self {
+        let description = match description {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Self {
+            description,
+            runs: previous_runs,
+        }
+    }
+
+    /// Records this invocation as running.
+    pub fn start_run(&mut self) {
+        self.runs.push(RunRecord {
+            start: now(),
+            end: None,
+            cells_run: 0,
+            status: RunStatus::Running,
+        });
+    }
+
+    /// Counts one more finished cell of this invocation.
+    pub fn cell_finished(&mut self) {
+        if let Some(run) = self.runs.last_mut() {
+            run.cells_run += 1;
+        }
+    }
+
+    /// Records this invocation as complete.
+    pub fn finish_run(&mut self) {
+        if let Some(run) = self.runs.last_mut() {
+            run.end = Some(now());
+            run.status = RunStatus::Complete;
+        }
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        write_json_atomic(path, &serde_json::to_value(self)?)
+    }
+}
 
 /// The git revision this binary was built from (`build.rs`).
 pub const GIT_REVISION: &str = env!("SPECBENCH_GIT_REVISION");
 
-pub fn build(
+/// The description of a run: everything needed to reproduce its numbers.
+pub fn describe(
     config: &Config,
     options: &RunOptions,
     models: &ModelPair,

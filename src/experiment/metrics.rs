@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cell::{CellKind, SchemeId, TempSet};
 use super::plan::Cell;
+use crate::data::Dataset;
 use crate::decode::Generation;
 
 /// A row of `cells.csv`. Lists inside a field are `;`-separated; a missing
@@ -11,15 +13,15 @@ use crate::decode::Generation;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellRow {
     pub cell_id: String,
-    pub dataset: String,
+    pub dataset: Dataset,
     pub template: String,
-    pub kind: String,
-    pub scheme: String,
+    pub kind: CellKind,
+    pub scheme: SchemeId,
     pub scheme_params: String,
     pub k: usize,
     pub draft_len: usize,
     pub draft_temps: String,
-    pub temp_set: String,
+    pub temp_set: TempSet,
     pub target_temp: f64,
     pub top_p: f64,
     pub top_k: usize,
@@ -103,9 +105,9 @@ impl CellRow {
         let mean_accept = mean_if_complete(nodes.iter().map(|n| n.accept));
         let mean_pstar = mean_if_complete(nodes.iter().map(|n| n.pstar));
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
-        let (scheme_id, params) = match cell.scheme.split_once(':') {
-            Some((id, params)) => (id.to_string(), params.to_string()),
-            None => (cell.scheme.clone(), String::new()),
+        let (scheme, params) = match &cell.scheme {
+            Some(spec) => (SchemeId::of(spec), spec.params().to_string()),
+            None => (SchemeId::TARGET, String::new()),
         };
         let eos_prompts = generations
             .iter()
@@ -113,10 +115,10 @@ impl CellRow {
             .count();
         CellRow {
             cell_id: cell.id.clone(),
-            dataset: cell.dataset.name().into(),
+            dataset: cell.dataset,
             template: context.template.into(),
-            kind: cell.kind.name().into(),
-            scheme: scheme_id,
+            kind: cell.kind,
+            scheme,
             scheme_params: params,
             k: cell.k,
             draft_len: context.draft_len,
@@ -126,7 +128,7 @@ impl CellRow {
                 .map(|t| t.to_string())
                 .collect::<Vec<_>>()
                 .join(";"),
-            temp_set: cell.temp_set.clone(),
+            temp_set: cell.temp_set,
             target_temp: context.target_temp,
             top_p: context.top_p,
             top_k: context.top_k,
@@ -170,15 +172,28 @@ impl CellRow {
     /// The scheme as written on the command line (`is:m=40:s=5`).
     pub fn scheme_label(&self) -> String {
         if self.scheme_params.is_empty() {
-            self.scheme.clone()
+            self.scheme.to_string()
         } else {
             format!("{}:{}", self.scheme, self.scheme_params)
         }
     }
 
+    /// What the progress display says when the cell ends.
+    pub fn progress_line(&self) -> String {
+        format!(
+            "{}: BE {:.3}, {:.0} tok/s{}",
+            self.cell_id,
+            self.block_efficiency,
+            self.token_rate,
+            self.token_rate_vs_sd_pct
+                .map(|p| format!(" ({p:+.1}% vs SD)"))
+                .unwrap_or_default()
+        )
+    }
+
     /// The key of the group's SD baseline.
-    pub fn group_key(&self) -> (String, String, u64) {
-        (self.dataset.clone(), self.temp_set.clone(), self.seed)
+    pub fn group_key(&self) -> (Dataset, TempSet, u64) {
+        (self.dataset, self.temp_set, self.seed)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The sweep: config (TOML), plan of cells, runner, resume/shard/merge, and
 //! the files a run writes (`cells.csv`, `generations.jsonl`, `manifest.json`, per-round JSONL).
 
+pub mod cell;
 pub mod config;
 pub mod generations;
 pub mod manifest;
@@ -10,7 +11,9 @@ pub mod options;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod prompts;
 pub mod quality_columns;
+pub mod run_dir;
 pub mod runner;
 
 pub use config::{Config, Overrides};

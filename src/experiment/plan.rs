@@ -8,33 +8,12 @@
 
 use anyhow::{Result, bail};
 
+use super::cell::{CellKind, SchemeId, TempSet};
 use super::config::Config;
 use crate::data::Dataset;
 use crate::decode::drafts_of;
 use crate::dist::Dist;
-use crate::select::{Scheme, build, build_list};
-
-/// What a cell runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CellKind {
-    /// Autoregressive sampling from the target alone.
-    Target,
-    /// Single-draft speculative sampling: the baseline of its group.
-    Sd,
-    /// A scheme with K drafts.
-    Scheme,
-}
-
-impl CellKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            CellKind::Target => "target",
-            CellKind::Sd => "sd",
-            CellKind::Scheme => "scheme",
-        }
-    }
-}
+use crate::select::{Scheme, SchemeSpec, build};
 
 #[derive(Clone, Debug)]
 pub struct Cell {
@@ -44,16 +23,26 @@ pub struct Cell {
     pub group: usize,
     pub dataset: Dataset,
     pub kind: CellKind,
-    /// Registry label (`is:m=20`), `single` for SD, `target` for the baseline.
-    pub scheme: String,
+    /// The scheme with its parameters (`is:m=20:s=5`, `single` for SD);
+    /// `None` for the target-only baseline.
+    pub scheme: Option<SchemeSpec>,
     /// Drafts used (1 for SD, 0 for target-only).
     pub k: usize,
     /// Temperature of each draft used.
     pub draft_temps: Vec<f64>,
-    /// The group's temperature set: `1.2` (identical) or `1.2:1.6`; `-` for
-    /// target-only.
-    pub temp_set: String,
+    /// The group's temperature set (none for target-only).
+    pub temp_set: TempSet,
     pub seed: u64,
+}
+
+impl Cell {
+    /// The scheme as `cells.csv` ids write it: its label, or `target`.
+    pub fn scheme_label(&self) -> String {
+        match &self.scheme {
+            Some(spec) => spec.to_string(),
+            None => SchemeId::TARGET.to_string(),
+        }
+    }
 }
 
 /// A cell the config asked for that cannot run, with the reason.
@@ -61,7 +50,7 @@ pub struct Cell {
 pub struct Skipped {
     pub scheme: String,
     pub k: usize,
-    pub temp_set: String,
+    pub temp_set: TempSet,
     pub reason: String,
 }
 
@@ -71,133 +60,32 @@ pub struct Plan {
     pub skipped: Vec<Skipped>,
 }
 
-/// Draft temperature sets: identical ones apply to every K, pairs to K = 2.
-enum TempSet {
-    Identical(f64),
-    Pair([f64; 2]),
-}
-
-impl TempSet {
-    fn label(&self) -> String {
-        match self {
-            TempSet::Identical(t) => format!("{t}"),
-            TempSet::Pair([a, b]) => format!("{a}:{b}"),
-        }
-    }
-
-    fn first(&self) -> f64 {
-        match self {
-            TempSet::Identical(t) => *t,
-            TempSet::Pair([a, _]) => *a,
-        }
-    }
-}
-
 impl Plan {
     pub fn build(config: &Config) -> Result<Self> {
-        let schemes = build_list(&config.sweep.schemes.join(","))
-            .map_err(|e| anyhow::anyhow!("sweep.schemes: {e}"))?;
-        let sd = build("single").map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut sets: Vec<TempSet> = Vec::new();
-        sets.extend(
-            config
-                .sweep
-                .draft_temps
-                .iter()
-                .map(|&t| TempSet::Identical(t)),
-        );
-        sets.extend(
-            config
-                .sweep
-                .draft_temp_pairs
-                .iter()
-                .map(|&p| TempSet::Pair(p)),
-        );
-        let mut plan = Plan::default();
-        let mut group = 0;
-        let datasets = config.datasets()?;
-        for &dataset in &datasets {
+        let mut builder = Builder {
+            schemes: config.sweep.schemes.iter().map(SchemeSpec::build).collect(),
+            sd: build("single").map_err(|e| anyhow::anyhow!("{e}"))?,
+            drafts: &config.sweep.drafts,
+            plan: Plan::default(),
+            group: 0,
+        };
+        let sets: Vec<TempSet> = (config.sweep.draft_temps.iter())
+            .map(|&t| TempSet::Identical(t))
+            .chain(config.sweep.draft_temp_pairs.iter().map(|&p| TempSet::Pair(p)))
+            .collect();
+        for (d, &dataset) in config.data.datasets.iter().enumerate() {
             for &seed in &config.sweep.seeds {
-                plan.cells.push(Cell {
-                    id: format!("{}/target/seed{seed}", dataset.name()),
-                    group,
-                    dataset,
-                    kind: CellKind::Target,
-                    scheme: "target".into(),
-                    k: 0,
-                    draft_temps: Vec::new(),
-                    temp_set: "-".into(),
-                    seed,
-                });
-                group += 1;
+                builder.target_group(dataset, seed);
             }
             for set in &sets {
-                let label = set.label();
-                for &seed in &config.sweep.seeds {
-                    let cell = |kind, scheme: &dyn Scheme, temps: Vec<f64>| Cell {
-                        id: format!(
-                            "{}/{label}/K{}/{}/seed{seed}",
-                            dataset.name(),
-                            temps.len(),
-                            scheme.label()
-                        ),
-                        group,
-                        dataset,
-                        kind,
-                        scheme: scheme.label(),
-                        k: temps.len(),
-                        draft_temps: temps,
-                        temp_set: label.clone(),
-                        seed,
-                    };
-                    plan.cells
-                        .push(cell(CellKind::Sd, sd.as_ref(), vec![set.first()]));
-                    // Other single-draft schemes (block verification) run
-                    // once per group on draft 1, beside the SD baseline.
-                    if let TempSet::Identical(t) = set {
-                        for scheme in &schemes {
-                            if scheme.max_drafts() == Some(1) && scheme.id() != sd.id() {
-                                plan.cells
-                                    .push(cell(CellKind::Scheme, scheme.as_ref(), vec![*t]));
-                            }
-                        }
-                    }
-                    let ks: Vec<usize> = match set {
-                        TempSet::Identical(_) => config.sweep.drafts.clone(),
-                        TempSet::Pair(_) => vec![2],
-                    };
-                    for k in ks {
-                        let temps = match set {
-                            TempSet::Identical(t) => vec![*t; k],
-                            TempSet::Pair(pair) => pair.to_vec(),
-                        };
-                        for scheme in &schemes {
-                            if scheme.max_drafts() == Some(1) {
-                                continue; // SD: already the group's baseline
-                            }
-                            match supports(scheme.as_ref(), &temps) {
-                                Ok(()) => plan.cells.push(cell(
-                                    CellKind::Scheme,
-                                    scheme.as_ref(),
-                                    temps.clone(),
-                                )),
-                                Err(reason) => {
-                                    if seed == config.sweep.seeds[0] && dataset == datasets[0] {
-                                        plan.skipped.push(Skipped {
-                                            scheme: scheme.label(),
-                                            k,
-                                            temp_set: label.clone(),
-                                            reason,
-                                        });
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    group += 1;
+                for (s, &seed) in config.sweep.seeds.iter().enumerate() {
+                    // Unsupported cells are reported once, not per group.
+                    let report_skips = d == 0 && s == 0;
+                    builder.draft_group(dataset, *set, seed, report_skips);
                 }
             }
         }
+        let plan = builder.plan;
         let mut seen = std::collections::HashSet::new();
         for cell in &plan.cells {
             if !seen.insert(cell.id.as_str()) {
@@ -218,6 +106,90 @@ impl Plan {
             .filter(|c| c.group % count == index - 1)
             .cloned()
             .collect()
+    }
+}
+
+/// Fills a plan group by group (the order shards and `--resume` rely on).
+struct Builder<'c> {
+    schemes: Vec<Box<dyn Scheme>>,
+    sd: Box<dyn Scheme>,
+    drafts: &'c [usize],
+    plan: Plan,
+    group: usize,
+}
+
+impl Builder<'_> {
+    /// The target-only baseline: its own group per (dataset, seed).
+    fn target_group(&mut self, dataset: Dataset, seed: u64) {
+        self.plan.cells.push(Cell {
+            id: format!("{}/target/seed{seed}", dataset.name()),
+            group: self.group,
+            dataset,
+            kind: CellKind::Target,
+            scheme: None,
+            k: 0,
+            draft_temps: Vec::new(),
+            temp_set: TempSet::None,
+            seed,
+        });
+        self.group += 1;
+    }
+
+    /// One (dataset, temperature set, seed) group: the SD baseline first,
+    /// then every scheme at every K the set allows.
+    fn draft_group(&mut self, dataset: Dataset, set: TempSet, seed: u64, report_skips: bool) {
+        let cell = |kind, scheme: &dyn Scheme, temps: Vec<f64>| Cell {
+            id: format!(
+                "{}/{set}/K{}/{}/seed{seed}",
+                dataset.name(),
+                temps.len(),
+                scheme.label()
+            ),
+            group: self.group,
+            dataset,
+            kind,
+            scheme: Some(SchemeSpec::of(scheme)),
+            k: temps.len(),
+            draft_temps: temps,
+            temp_set: set,
+            seed,
+        };
+        let first = set.first().expect("draft groups have temperatures");
+        let mut cells = vec![cell(CellKind::Sd, self.sd.as_ref(), vec![first])];
+        // Other single-draft schemes (block verification) run once per
+        // group on draft 1, beside the SD baseline.
+        if let TempSet::Identical(t) = set {
+            for scheme in &self.schemes {
+                if scheme.max_drafts() == Some(1) && scheme.id() != self.sd.id() {
+                    cells.push(cell(CellKind::Scheme, scheme.as_ref(), vec![t]));
+                }
+            }
+        }
+        let ks: Vec<usize> = match set {
+            TempSet::Pair(_) => vec![2],
+            _ => self.drafts.to_vec(),
+        };
+        for k in ks {
+            let temps = match set {
+                TempSet::Pair(pair) => pair.to_vec(),
+                _ => vec![first; k],
+            };
+            // SD is already the group's baseline.
+            for scheme in self.schemes.iter().filter(|s| s.max_drafts() != Some(1)) {
+                match supports(scheme.as_ref(), &temps) {
+                    Ok(()) => cells.push(cell(CellKind::Scheme, scheme.as_ref(), temps.clone())),
+                    Err(reason) if report_skips => self.plan.skipped.push(Skipped {
+                        scheme: scheme.label(),
+                        k,
+                        temp_set: set,
+                        reason,
+                    }),
+                    Err(_) => {}
+                }
+            }
+        }
+        self.plan.cells.extend(cells);
+        self.group += 1;
     }
 }
 

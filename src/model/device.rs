@@ -1,50 +1,129 @@
 //! Where a model runs and in what precision: the `--device` and `--dtype`
-//! names, parsed into candle's types and written back for manifests.
+//! choices, parsed once into [`DeviceChoice`] and [`Precision`] and opened
+//! as candle's types when a model loads.
+
+use std::fmt;
+use std::str::FromStr;
 
 use anyhow::{Result, bail};
 use candle_core::{DType, Device};
 
 /// `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when this build has it and a
 /// device answers, else the CPU with a notice on stderr).
-pub fn parse_device(name: &str) -> Result<Device> {
-    let name = name.trim();
-    if name == "cpu" {
-        return Ok(Device::Cpu);
-    }
-    if name == "auto" {
-        if cfg!(feature = "cuda")
-            && let Ok(device) = Device::new_cuda(0)
-        {
-            return Ok(device);
-        }
-        eprintln!(
-            "note: --device auto: no CUDA device in this build or on this machine; using the CPU"
-        );
-        return Ok(Device::Cpu);
-    }
-    let ordinal = match name.strip_prefix("cuda") {
-        Some("") => 0,
-        Some(rest) => match rest.strip_prefix(':').and_then(|n| n.parse::<usize>().ok()) {
-            Some(n) => n,
-            None => bail!("device '{name}': use cpu, cuda, cuda:N or auto"),
-        },
-        None => bail!("device '{name}': use cpu, cuda, cuda:N or auto"),
-    };
-    if !cfg!(feature = "cuda") {
-        bail!(
-            "device '{name}': this build has no CUDA support: rebuild with `cargo build --release --features cuda` (needs nvcc), or use --device cpu"
-        );
-    }
-    Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("device '{name}': {e}"))
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DeviceChoice {
+    #[default]
+    Cpu,
+    /// `cuda` (no ordinal: device 0) or `cuda:N`.
+    Cuda(Option<usize>),
+    Auto,
 }
 
-/// `f32`, `f16` or `bf16`.
-pub fn parse_dtype(name: &str) -> Result<DType> {
-    match name.trim() {
-        "f32" | "float32" => Ok(DType::F32),
-        "f16" | "float16" => Ok(DType::F16),
-        "bf16" | "bfloat16" => Ok(DType::BF16),
-        other => bail!("dtype '{other}': use f32, f16 or bf16"),
+impl FromStr for DeviceChoice {
+    type Err = anyhow::Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        let name = name.trim();
+        match name {
+            "cpu" => return Ok(DeviceChoice::Cpu),
+            "auto" => return Ok(DeviceChoice::Auto),
+            "cuda" => return Ok(DeviceChoice::Cuda(None)),
+            _ => {}
+        }
+        match name
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(n) => Ok(DeviceChoice::Cuda(Some(n))),
+            None => bail!("device '{name}': use cpu, cuda, cuda:N or auto"),
+        }
+    }
+}
+
+impl fmt::Display for DeviceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceChoice::Cpu => f.write_str("cpu"),
+            DeviceChoice::Auto => f.write_str("auto"),
+            DeviceChoice::Cuda(None) => f.write_str("cuda"),
+            DeviceChoice::Cuda(Some(n)) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+serde_as_text!(DeviceChoice);
+
+impl DeviceChoice {
+    /// The candle device; fails with the fix when this build or machine
+    /// has no CUDA.
+    pub fn open(self) -> Result<Device> {
+        match self {
+            DeviceChoice::Cpu => Ok(Device::Cpu),
+            DeviceChoice::Auto => {
+                if cfg!(feature = "cuda")
+                    && let Ok(device) = Device::new_cuda(0)
+                {
+                    return Ok(device);
+                }
+                eprintln!(
+                    "note: --device auto: no CUDA device in this build or on this machine; using the CPU"
+                );
+                Ok(Device::Cpu)
+            }
+            DeviceChoice::Cuda(ordinal) => {
+                if !cfg!(feature = "cuda") {
+                    bail!(
+                        "device '{self}': this build has no CUDA support: rebuild with `cargo build --release --features cuda` (needs nvcc), or use --device cpu"
+                    );
+                }
+                Device::new_cuda(ordinal.unwrap_or(0))
+                    .map_err(|e| anyhow::anyhow!("device '{self}': {e}"))
+            }
+        }
+    }
+}
+
+/// Weight precision: `f32`, `f16` or `bf16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Precision {
+    #[default]
+    F32,
+    F16,
+    Bf16,
+}
+
+impl FromStr for Precision {
+    type Err = anyhow::Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        match name.trim() {
+            "f32" | "float32" => Ok(Precision::F32),
+            "f16" | "float16" => Ok(Precision::F16),
+            "bf16" | "bfloat16" => Ok(Precision::Bf16),
+            other => bail!("dtype '{other}': use f32, f16 or bf16"),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+            Precision::Bf16 => "bf16",
+        })
+    }
+}
+
+serde_as_text!(Precision);
+
+impl Precision {
+    pub fn dtype(self) -> DType {
+        match self {
+            Precision::F32 => DType::F32,
+            Precision::F16 => DType::F16,
+            Precision::Bf16 => DType::BF16,
+        }
     }
 }
 

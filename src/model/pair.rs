@@ -7,7 +7,8 @@ use anyhow::{Result, bail};
 use super::synthetic::{self, SyntheticLm};
 use super::tokenize::WordHashTokenizer;
 use super::{CausalLm, HistoryLm, ModelPair, ModelSpec, PairSpec, Tokenizer};
-use super::{aligned, checkpoint, device, random};
+use super::device::DeviceChoice;
+use super::{aligned, checkpoint, random};
 
 /// Loads the pair a spec names: `synthetic` (the embedded family, with
 /// `synthetic` parameters), `random:opt-<size>` shapes with random weights,
@@ -18,7 +19,7 @@ pub fn load_pair(spec: &PairSpec) -> Result<ModelPair> {
     match (target, draft) {
         ("synthetic", "synthetic") => {
             for side in [&spec.target, &spec.draft] {
-                if side.device != "cpu" {
+                if side.device != DeviceChoice::Cpu {
                     bail!(
                         "the synthetic models run on the CPU only (device '{}'): drop --device or name real models",
                         side.device
@@ -52,8 +53,8 @@ fn load_real_pair(spec: &PairSpec) -> Result<ModelPair> {
     let options = |side: &ModelSpec| -> Result<checkpoint::LoadOptions> {
         Ok(checkpoint::LoadOptions {
             revision: side.revision.clone(),
-            device: device::parse_device(&side.device)?,
-            dtype: device::parse_dtype(side.dtype_name())?,
+            device: side.device.open()?,
+            dtype: side.precision().dtype(),
         })
     };
     let target = checkpoint::load_checkpoint(&spec.target.name, &options(&spec.target)?)?;

@@ -7,7 +7,6 @@
 
 use anyhow::{Result, bail};
 
-use super::device::{parse_device, parse_dtype};
 use super::opt::{opt_shape, parameter_count, random_opt};
 use super::tokenize::ByteTokenizer;
 use super::{CausalLm, ModelPair, PairSpec};
@@ -60,12 +59,12 @@ pub fn load_random_pair(spec: &PairSpec) -> Result<ModelPair> {
     let (target_size, target_seed) = parse_spec(&spec.target.name, TARGET_SEED)?;
     let (draft_size, draft_seed) = parse_spec(&spec.draft.name, DRAFT_SEED)?;
     let (target_device, target_dtype) = (
-        parse_device(&spec.target.device)?,
-        parse_dtype(spec.target.dtype_name())?,
+        spec.target.device.open()?,
+        spec.target.precision().dtype(),
     );
     let (draft_device, draft_dtype) = (
-        parse_device(&spec.draft.device)?,
-        parse_dtype(spec.draft.dtype_name())?,
+        spec.draft.device.open()?,
+        spec.draft.precision().dtype(),
     );
     let host_bytes = |size: &str, device: &candle_core::Device, dtype: candle_core::DType| {
         Ok::<_, anyhow::Error>(if device.is_cpu() {

@@ -5,6 +5,7 @@
 //! (`experiment::config::Models::pair_spec`); nothing here knows about configs.
 
 use super::SyntheticConfig;
+use super::device::{DeviceChoice, Precision};
 
 /// One model to load.
 #[derive(Clone, Debug, PartialEq)]
@@ -14,10 +15,9 @@ pub struct ModelSpec {
     pub name: String,
     /// Hub branch, tag or commit (hub ids only).
     pub revision: Option<String>,
-    /// `cpu`, `cuda`, `cuda:N` or `auto` (`model::device::parse_device`).
-    pub device: String,
-    /// `f32`, `f16` or `bf16`; `None` is f32.
-    pub dtype: Option<String>,
+    pub device: DeviceChoice,
+    /// `None` is f32.
+    pub dtype: Option<Precision>,
 }
 
 /// A draft/target pair and, when they are `synthetic`, the family's parameters.
@@ -30,7 +30,7 @@ pub struct PairSpec {
 
 impl ModelSpec {
     /// The precision, f32 when unnamed.
-    pub fn dtype_name(&self) -> &str {
-        self.dtype.as_deref().unwrap_or("f32")
+    pub fn precision(&self) -> Precision {
+        self.dtype.unwrap_or_default()
     }
 }

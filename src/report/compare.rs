@@ -601,7 +601,7 @@ mod tests {
     fn row(id: &str, be: f64, se: Option<f64>) -> CellRow {
         CellRow {
             cell_id: id.into(),
-            scheme: "is".into(),
+            scheme: "is".parse().unwrap(),
             prompts: 4,
             block_efficiency_mean: be,
             block_efficiency_se: se,

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::data::Dataset;
+use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{CellRow, mean, standard_deviation};
 
 use super::published::{CellSettings, SOURCE, canonical, lookup, published};
@@ -138,8 +140,8 @@ impl Sampling {
 
 fn settings<'a>(row: &'a CellRow, scheme: &'a str) -> CellSettings<'a> {
     CellSettings {
-        dataset: &row.dataset,
-        temp_set: &row.temp_set,
+        dataset: row.dataset,
+        temp_set: row.temp_set,
         scheme,
         k: row.k,
         draft_len: row.draft_len,
@@ -157,18 +159,9 @@ fn published_stat(table: u8, metric: &str, cell: &CellSettings) -> Option<Stat> 
     })
 }
 
-/// Numeric order for temperature sets (`1.2` < `1.6` < `1.2:2.0`).
-fn temp_order(temp_set: &str) -> (usize, Vec<i64>) {
-    let parts: Vec<i64> = temp_set
-        .split(':')
-        .map(|t| (t.parse::<f64>().unwrap_or(f64::MAX) * 1e6) as i64)
-        .collect();
-    (parts.len(), parts)
-}
-
 /// Labels in the order the run first wrote them.
-fn in_order<'a>(labels: impl Iterator<Item = String> + 'a) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn in_order<T: PartialEq>(labels: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
     for label in labels {
         if !out.contains(&label) {
             out.push(label);
@@ -224,7 +217,7 @@ fn setup_differences(results: &Results) -> Vec<String> {
 pub fn build_report(results: &Results) -> Report {
     let differences = setup_differences(results);
     let differs = !differences.is_empty();
-    let schemes: Vec<&CellRow> = results.rows.iter().filter(|r| r.kind == "scheme").collect();
+    let schemes: Vec<&CellRow> = results.rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     let mut report = Report {
         tables: Vec::new(),
         skipped: Vec::new(),
@@ -247,8 +240,8 @@ pub fn build_report(results: &Results) -> Report {
 }
 
 /// Cells of one group, keyed so that seeds fall together.
-fn datasets(rows: &[&CellRow]) -> Vec<String> {
-    in_order(rows.iter().map(|r| r.dataset.clone()))
+fn datasets(rows: &[&CellRow]) -> Vec<Dataset> {
+    in_order(rows.iter().map(|r| r.dataset))
 }
 
 fn samplings(rows: &[&CellRow]) -> Vec<Sampling> {
@@ -260,8 +253,8 @@ fn samplings(rows: &[&CellRow]) -> Vec<Sampling> {
 /// panel of a per-temperature table.
 struct Panel<'a> {
     sampling: Sampling,
-    dataset: String,
-    temp: String,
+    dataset: Dataset,
+    temp: TempSet,
     cells: Vec<&'a CellRow>,
 }
 
@@ -276,8 +269,8 @@ fn panels<'a>(rows: &[&'a CellRow]) -> Vec<Panel<'a>> {
                 .copied()
                 .filter(|r| r.dataset == dataset && Sampling::of(r) == sampling)
                 .collect();
-            let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
-            temps.sort_by_key(|t| temp_order(t));
+            let mut temps = in_order(group.iter().map(|r| r.temp_set));
+            temps.sort();
             for temp in temps {
                 let cells = group
                     .iter()
@@ -319,14 +312,14 @@ fn vs_sd_tables(rows: &[&CellRow], report: &mut Report) {
                     .filter(|r| {
                         r.dataset == dataset
                             && Sampling::of(r) == sampling
-                            && r.temp_set.contains(':') != identical
+                            && r.temp_set.pair().is_some() != identical
                     })
                     .collect();
                 if cells.is_empty() {
                     continue;
                 }
-                let mut temps = in_order(cells.iter().map(|r| r.temp_set.clone()));
-                temps.sort_by_key(|t| temp_order(t));
+                let mut temps = in_order(cells.iter().map(|r| r.temp_set));
+                temps.sort();
                 let mut columns = vec!["scheme".to_string()];
                 for t in &temps {
                     columns.push(format!("BE % (T {t})"));
@@ -350,7 +343,7 @@ fn vs_sd_tables(rows: &[&CellRow], report: &mut Report) {
                             let at: Vec<&&CellRow> = cells
                                 .iter()
                                 .filter(|r| {
-                                    r.k == k && r.scheme_label() == label && &r.temp_set == t
+                                    r.k == k && r.scheme_label() == label && r.temp_set == *t
                                 })
                                 .collect();
                             let be: Vec<f64> = at
@@ -566,7 +559,7 @@ fn table3(rows: &[&CellRow], differs: bool, report: &mut Report) {
     let with_accept: Vec<&CellRow> = rows
         .iter()
         .copied()
-        .filter(|r| r.mean_accept.is_some() && r.temp_set.split(':').count() == 1)
+        .filter(|r| r.mean_accept.is_some() && r.temp_set.pair().is_none())
         .collect();
     if with_accept.is_empty() {
         report.skipped.push((
@@ -581,22 +574,22 @@ fn table3(rows: &[&CellRow], differs: bool, report: &mut Report) {
             .copied()
             .filter(|r| Sampling::of(r) == sampling)
             .collect();
-        let mut temps = in_order(group.iter().map(|r| r.temp_set.clone()));
-        temps.sort_by_key(|t| temp_order(t));
+        let mut temps = in_order(group.iter().map(|r| r.temp_set));
+        temps.sort();
         for temp in temps {
             let cells: Vec<&CellRow> = group
                 .iter()
                 .copied()
                 .filter(|r| r.temp_set == temp)
                 .collect();
-            let mut columns_keys: Vec<(String, usize)> = Vec::new();
+            let mut columns_keys: Vec<(Dataset, usize)> = Vec::new();
             for dataset in datasets(&cells) {
                 let ks: BTreeSet<usize> = cells
                     .iter()
                     .filter(|r| r.dataset == dataset)
                     .map(|r| r.k)
                     .collect();
-                columns_keys.extend(ks.into_iter().map(|k| (dataset.clone(), k)));
+                columns_keys.extend(ks.into_iter().map(|k| (dataset, k)));
             }
             let mut columns = vec!["scheme".to_string()];
             columns.extend(columns_keys.iter().map(|(d, k)| format!("{d} K={k}")));
@@ -611,7 +604,7 @@ fn table3(rows: &[&CellRow], differs: bool, report: &mut Report) {
                             cells
                                 .iter()
                                 .copied()
-                                .filter(|r| &r.dataset == dataset && r.k == *k && pick(r))
+                                .filter(|r| r.dataset == *dataset && r.k == *k && pick(r))
                                 .filter(|r| r.mean_pstar.is_some())
                                 .collect()
                         };
@@ -620,7 +613,7 @@ fn table3(rows: &[&CellRow], differs: bool, report: &mut Report) {
                             let first = cells
                                 .iter()
                                 .find(|r| {
-                                    &r.dataset == dataset && r.k == *k && r.mean_pstar.is_some()
+                                    r.dataset == *dataset && r.k == *k && r.mean_pstar.is_some()
                                 })
                                 .map(|r| r.scheme_label());
                             source = at(&|r| Some(r.scheme_label()) == first);
@@ -650,7 +643,7 @@ fn table3(rows: &[&CellRow], differs: bool, report: &mut Report) {
                         let at: Vec<&&CellRow> = cells
                             .iter()
                             .filter(|r| {
-                                &r.dataset == dataset && r.k == *k && r.scheme_label() == label
+                                r.dataset == *dataset && r.k == *k && r.scheme_label() == label
                             })
                             .collect();
                         let values: Vec<f64> = at.iter().filter_map(|r| r.mean_accept).collect();
@@ -795,20 +788,20 @@ fn quality_table(all: &[CellRow], report: &mut Report) {
     }
     // `optimal:mode=paper` is exact only at convergence: compared, not pooled.
     let exact = |r: &CellRow| !r.scheme_params.contains("mode=paper");
-    for dataset in in_order(all.iter().map(|r| r.dataset.clone())) {
+    for dataset in in_order(all.iter().map(|r| r.dataset)) {
         let cells: Vec<&CellRow> = all.iter().filter(|r| r.dataset == dataset).collect();
-        let (name, metric): (&str, Metric) = match dataset.as_str() {
-            "xsum" if cells.iter().any(|r| r.rouge_l.is_some()) => ("ROUGE-L", rouge),
-            "wmt18" if cells.iter().any(|r| r.bleu.is_some()) => ("BLEU", bleu),
+        let (name, metric): (&str, Metric) = match dataset {
+            Dataset::Xsum if cells.iter().any(|r| r.rouge_l.is_some()) => ("ROUGE-L", rouge),
+            Dataset::Wmt18 if cells.iter().any(|r| r.bleu.is_some()) => ("BLEU", bleu),
             _ => ("EOS rate", eos),
         };
         let mut temps = in_order(
             cells
                 .iter()
-                .filter(|r| r.kind != "target")
-                .map(|r| r.temp_set.clone()),
+                .filter(|r| r.kind != CellKind::Target)
+                .map(|r| r.temp_set),
         );
-        temps.sort_by_key(|t| temp_order(t));
+        temps.sort();
         let mut columns = vec!["decoder".to_string()];
         columns.extend(temps.iter().map(|t| format!("{name} (T {t})")));
         columns.push(format!("{name}, all T"));
@@ -826,11 +819,11 @@ fn quality_table(all: &[CellRow], report: &mut Report) {
         let target: Vec<&CellRow> = cells
             .iter()
             .copied()
-            .filter(|r| r.kind == "target")
+            .filter(|r| r.kind == CellKind::Target)
             .collect();
         let mut keys: Vec<(usize, String)> = Vec::new();
         for row in &cells {
-            let label = if row.kind == "target" {
+            let label = if row.kind == CellKind::Target {
                 "target-only".to_string()
             } else {
                 row.scheme_label()
@@ -848,9 +841,9 @@ fn quality_table(all: &[CellRow], report: &mut Report) {
                 .filter(|r| {
                     r.k == k
                         && if label == "target-only" {
-                            r.kind == "target"
+                            r.kind == CellKind::Target
                         } else {
-                            r.kind != "target" && r.scheme_label() == label
+                            r.kind != CellKind::Target && r.scheme_label() == label
                         }
                 })
                 .collect();
@@ -858,7 +851,7 @@ fn quality_table(all: &[CellRow], report: &mut Report) {
                 .iter()
                 .map(|t| {
                     let at: Vec<&CellRow> =
-                        mine.iter().copied().filter(|r| &r.temp_set == t).collect();
+                        mine.iter().copied().filter(|r| r.temp_set == *t).collect();
                     Entry::new(Stat::of(&values(&at, metric)), Unit::Probability)
                 })
                 .collect();

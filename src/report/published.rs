@@ -6,6 +6,8 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use crate::data::Dataset;
+use crate::experiment::cell::TempSet;
 use crate::select::build;
 
 const PUBLISHED_TOML: &str = include_str!("../../data/published/khisti2025-v1.toml");
@@ -30,8 +32,8 @@ pub struct PaperSetup {
 #[derive(Clone, Debug, Deserialize)]
 pub struct Published {
     pub table: u8,
-    pub dataset: String,
-    pub temp_set: String,
+    pub dataset: Dataset,
+    pub temp_set: TempSet,
     /// Registry id with parameters, as the paper's row names the scheme.
     pub scheme: String,
     pub k: usize,
@@ -77,8 +79,8 @@ pub fn published() -> &'static PublishedFile {
 /// The settings of one measured table cell.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellSettings<'a> {
-    pub dataset: &'a str,
-    pub temp_set: &'a str,
+    pub dataset: Dataset,
+    pub temp_set: TempSet,
     pub scheme: &'a str,
     pub k: usize,
     pub draft_len: usize,
@@ -95,18 +97,13 @@ pub fn lookup(table: u8, metric: &str, cell: &CellSettings) -> Option<&'static P
         return None;
     }
     let scheme = canonical(cell.scheme);
-    let same_temps = |published: &str| {
-        let parse = |s: &str| -> Vec<f64> { s.split(':').filter_map(|t| t.parse().ok()).collect() };
-        let (a, b) = (parse(published), parse(cell.temp_set));
-        a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-9)
-    };
     published().value.iter().find(|v| {
         v.table == table
             && v.metric == metric
             && v.dataset == cell.dataset
             && v.k == cell.k
             && v.scheme == scheme
-            && same_temps(&v.temp_set)
+            && v.temp_set == cell.temp_set
             && match v.top_k {
                 Some(k) => cell.top_k == k,
                 None => cell.top_k == 0 && (cell.top_p - paper.top_p).abs() < 1e-9,
@@ -120,8 +117,8 @@ mod tests {
 
     fn dolly(scheme: &str, k: usize) -> CellSettings<'_> {
         CellSettings {
-            dataset: "dolly",
-            temp_set: "1.2",
+            dataset: Dataset::Dolly,
+            temp_set: TempSet::Identical(1.2),
             scheme,
             k,
             draft_len: 5,
@@ -150,10 +147,10 @@ mod tests {
         cell.draft_len = 4;
         assert!(lookup(1, "block_efficiency", &cell).is_none());
         let mut cell = dolly("is", 2);
-        cell.temp_set = "1.6";
+        cell.temp_set = TempSet::Identical(1.6);
         assert!(lookup(1, "block_efficiency", &cell).is_none());
         let mut cell = dolly("spectr", 2);
-        cell.temp_set = "1";
+        cell.temp_set = TempSet::Identical(1.0);
         cell.top_p = 1.0;
         cell.top_k = 10;
         assert_eq!(lookup(4, "loss_pct", &cell).unwrap().value, 98.0);

@@ -194,7 +194,7 @@ mod tests {
     fn row(id: &str) -> CellRow {
         CellRow {
             cell_id: id.into(),
-            dataset: "dolly".into(),
+            dataset: crate::data::Dataset::Dolly,
             ..CellRow::default()
         }
     }

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::data::Dataset;
+use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{
     CellRow, mean, mean_if_complete, standard_deviation, standard_error,
 };
@@ -20,22 +22,12 @@ fn cell(value: Option<f64>, format: impl Fn(f64) -> String) -> String {
 /// Block efficiency and token rate (mean ± s.d. over seeds), both as % over
 /// SD at the same draft temperatures, with node acceptance and P*.
 pub fn summary_table(rows: &[CellRow]) -> String {
-    let kind_order = |kind: &str| match kind {
-        "target" => 0,
-        "sd" => 1,
-        _ => 2,
-    };
-    let mut lines: BTreeMap<(String, String, usize, usize, String), Line> = BTreeMap::new();
-    let mut order: Vec<(String, String, usize, usize, String)> = Vec::new();
+    type Key = (Dataset, TempSet, CellKind, usize, String);
+    let mut lines: BTreeMap<Key, Line> = BTreeMap::new();
+    let mut order: Vec<Key> = Vec::new();
     for row in rows {
         let label = row.scheme_label();
-        let key = (
-            row.dataset.clone(),
-            row.temp_set.clone(),
-            kind_order(&row.kind),
-            row.k,
-            label,
-        );
+        let key = (row.dataset, row.temp_set, row.kind, row.k, label);
         if !lines.contains_key(&key) {
             order.push(key.clone());
         }
@@ -71,8 +63,8 @@ pub fn summary_table(rows: &[CellRow]) -> String {
         let be: Vec<f64> = line.rows.iter().map(|r| r.block_efficiency).collect();
         let tr: Vec<f64> = line.rows.iter().map(|r| r.token_rate).collect();
         table.push(vec![
-            key.0.clone(),
-            key.1.clone(),
+            key.0.to_string(),
+            key.1.to_string(),
             key.3.to_string(),
             key.4.clone(),
             line.rows.len().to_string(),
@@ -109,7 +101,7 @@ pub fn summary_table(rows: &[CellRow]) -> String {
 /// noise that a small run can make.
 pub fn pooled_vs_sd(rows: &[CellRow]) -> String {
     let mut by_scheme: Vec<((usize, String), Vec<f64>)> = Vec::new();
-    for row in rows.iter().filter(|r| r.kind == "scheme") {
+    for row in rows.iter().filter(|r| r.kind == CellKind::Scheme) {
         let Some(gain) = row.block_efficiency_vs_sd_pct else {
             continue;
         };

@@ -10,6 +10,32 @@ use crate::rng::SpecRng;
 
 use super::single::SpecDecoding;
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const NSS: Entry = Entry {
+    id: "nss",
+    aliases: &[],
+    summary: "baseline: ignore the drafts, sample p",
+    params: &[],
+    acceptance: "Σ p (1 − Π (1 − q_k))",
+    look: Look::new(palette::GREEN, Marker::Square),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(Nss)),
+};
+
+pub const SD_FIRST: Entry = Entry {
+    id: "sd_first",
+    aliases: &[],
+    summary: "baseline: SD on the first draft; the residual may land on another",
+    params: &[],
+    acceptance: "Σ min(p, q_1) + Σ (p − q_1)_+ (1 − Π_{k≥2} (1 − q_k))",
+    look: Look::new(palette::GREY, Marker::Cross),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(SdFirst)),
+};
 
 /// Probability that token `y` is among the inputs `from..K`.
 fn among_inputs(drafts: &Drafts, from: usize, y: u32) -> f64 {

@@ -8,6 +8,20 @@ use crate::dist::Dist;
 
 use super::single::Single;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const ENTRY: Entry = Entry {
+    id: "block",
+    aliases: &[],
+    summary: "block verification (Sun et al.) of one draft chain; keeps the last success",
+    params: &[],
+    acceptance: "≥ SD's per round (no simple form); 1 − TV at one node",
+    look: Look::new(palette::BROWN, Marker::Square),
+    variant_looks: &[],
+    in_bench_defaults: false,
+    build: |_| Ok(Box::new(Block)),
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Block;

@@ -10,6 +10,20 @@ use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
     check_vocab, fail, require_identical, sample_residual,
 };
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const ENTRY: Entry = Entry {
+    id: "greedy",
+    aliases: &[],
+    summary: "Hu et al.: K−1 most likely tokens plus one sampled from the rest",
+    params: &[],
+    acceptance: "p(D) + Σ_{z∉D} min(p, q′)",
+    look: Look::new(palette::SAND, Marker::Diamond),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(Greedy)),
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Greedy;

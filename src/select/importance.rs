@@ -8,6 +8,45 @@ use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;
 use super::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
+use super::look::{Look, Marker, palette};
+use super::registry::{Entry, Param, ParamKind};
+
+/// `m`, the alphabet of the LP and of the weighted rules (`weighted.rs`).
+pub const ALPHABET_PARAM: Param = Param {
+    name: "m",
+    kind: ParamKind::Whole {
+        default: DEFAULT_ALPHABET,
+        min: 0,
+    },
+    help: "alphabet size |Ω′|: draftable tokens ranked by p − q1·q2 that get pair weights",
+};
+
+pub const ENTRY: Entry = Entry {
+    id: "is",
+    aliases: &[],
+    summary: "the paper's IS: truncated LP (max-flow) on the alphabet, tournament for K > 2",
+    params: &[
+        ALPHABET_PARAM,
+        Param {
+            name: "s",
+            kind: ParamKind::Whole {
+                default: DEFAULT_LP,
+                min: 0,
+            },
+            help: "LP block: the s best alphabet tokens get LP pair weights",
+        },
+    ],
+    acceptance: "selection: Σ min(p, p_I)",
+    look: Look::new(palette::VERMILLION, Marker::Triangle),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |args| {
+        Ok(Box::new(ImportanceSampling::new(
+            args.whole("m")?,
+            args.whole("s")?,
+        )?))
+    },
+};
 
 /// Defaults of the paper: `|Ω′| = 40`, `s = 5`.
 pub const DEFAULT_ALPHABET: usize = 40;

@@ -12,25 +12,34 @@
 //! * [`Prepared::acceptance`] is the closed-form landing probability where
 //!   one exists.
 
-pub mod baselines;
-pub mod block;
+// What the schemes are built from.
 pub mod draft;
 pub mod flow;
-pub mod greedy;
 pub mod id_filter;
-pub mod importance;
 pub mod lazy;
-pub mod optimal;
+pub mod look;
 pub mod pair;
-pub mod race;
+#[macro_use]
 pub mod registry;
-pub mod rsd;
-pub mod single;
-pub mod specinfer;
-pub mod spectr;
 pub mod tournament;
 pub mod two_step;
-pub mod weighted;
+
+// The schemes: each module with the registry entries it defines, in the
+// order tables and `specbench schemes` list them. A new scheme is its file
+// plus one line here (`docs/extending.md`).
+schemes! {
+    single: ENTRY;
+    baselines: NSS, SD_FIRST;
+    specinfer: ENTRY;
+    rsd: ENTRY;
+    spectr: ENTRY;
+    importance: ENTRY;
+    greedy: ENTRY;
+    optimal: oracle::ENTRY;
+    race: ENTRY;
+    block: ENTRY;
+    weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
+}
 
 use std::fmt;
 
@@ -38,7 +47,7 @@ use crate::dist::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 pub use draft::{DraftLaw, InputSampler};
-pub use registry::{ParamInfo, SchemeInfo, build, build_list, catalogue};
+pub use registry::{Entry, SchemeInfo, SchemeSpec, build, build_list, catalogue};
 
 /// A scheme could not be built or prepared (bad parameters, unsupported
 /// drafts, a size limit). The message is one line that names the fix.

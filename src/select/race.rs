@@ -15,6 +15,30 @@ use crate::dist::Dist;
 use crate::rng::splitmix64;
 
 use super::{DraftLaw, Drafts, Prepared, RaceTree, Scheme, SchemeError, fail, require_identical};
+use super::look::{Look, Marker, palette};
+use super::registry::{Entry, Param, ParamKind};
+
+pub const ENTRY: Entry = Entry {
+    id: "ersd",
+    aliases: &[],
+    summary: "exponential races (Kobus & Gündüz): drafts are the first arrivals, the target's race winner is emitted",
+    params: &[Param {
+        name: "tree",
+        kind: ParamKind::Choice(&["chains", "optimal"]),
+        help: "chains (K chains of L tokens) or optimal (τ* of K·L nodes for the rank law measured so far in the generation)",
+    }],
+    acceptance: "Pr[R ≤ K] (rank law of the target winner)",
+    look: Look::new(palette::ROSE, Marker::Square),
+    variant_looks: &[("ersd:tree=optimal", Look::new(palette::WINE, Marker::Triangle))],
+    in_bench_defaults: false,
+    build: |args| {
+        let tree = match args.choice("tree")? {
+            "optimal" => RaceTree::Optimal,
+            _ => RaceTree::Chains,
+        };
+        Ok(Box::new(Ersd { tree }))
+    },
+};
 
 /// The shared exponentials of one generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,355 +1,282 @@
-//! Name → scheme. Schemes are written `name` or `name:key=value:key=value`
+//! The scheme registry: one self-describing [`Entry`] per scheme, defined in
+//! the scheme's own file, and [`SCHEMES`], the one list of them.
+//!
+//! Everything that needs to know the schemes reads this list: `specbench
+//! schemes`, `verify`, `bench select`'s defaults, the tests that loop over
+//! every scheme, the plot styles and the figure captions. Adding a scheme is
+//! its file (with its `ENTRY`) plus one line in [`SCHEMES`]
+//! (`docs/extending.md`).
+//!
+//! Schemes are written `name` or `name:key=value:key=value`
 //! (`is:m=20:s=10`, `spectr:rho=1.6`); lists are comma-separated.
 
-use super::RaceTree;
-use super::baselines::{Nss, SdFirst};
-use super::block::Block;
-use super::greedy::Greedy;
-use super::importance::{DEFAULT_ALPHABET, DEFAULT_LP, ImportanceSampling};
-use super::optimal::global::{DEFAULT_SET_BUDGET, DEFAULT_TOLERANCE, GrSettings};
-use super::optimal::{Optimal, OptimalMode};
-use super::race::Ersd;
-use super::rsd::Rsd;
-use super::single::Single;
-use super::specinfer::SpecInfer;
-use super::spectr::SpecTr;
-use super::weighted::{Variant, WeightedIs};
-use super::{DraftLaw, Scheme, SchemeError, fail};
+use std::fmt;
 
-/// One parameter of a scheme.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ParamInfo {
+use super::look::Look;
+use super::{DraftLaw, Drafts, SCHEMES, Scheme, SchemeError, fail};
+use crate::dist::Dist;
+
+/// Declares the scheme modules and [`SCHEMES`](super::SCHEMES), the list of
+/// their entries, from one line per module (`module: ENTRY, OTHER;`), so
+/// that the module and its entries cannot be listed apart.
+macro_rules! schemes {
+    ($($module:ident: $($($seg:ident)::+),+;)*) => {
+        $(pub mod $module;)*
+
+        /// Every scheme, in the order tables and `specbench schemes` list them.
+        pub const SCHEMES: &[&registry::Entry] = &[$($(&$module::$($seg)::+),+),*];
+    };
+}
+
+/// One scheme: what it is called, what it takes and how to build it.
+pub struct Entry {
+    /// The registry name, as written on the command line and in `cells.csv`.
+    pub id: &'static str,
+    /// Other names the command line accepts (`sd` for `single`).
+    pub aliases: &'static [&'static str],
+    pub summary: &'static str,
+    pub params: &'static [Param],
+    /// Closed-form landing probability, where one exists.
+    pub acceptance: &'static str,
+    /// How figures draw it at its default parameters.
+    pub look: Look,
+    /// Labels with parameters that have a look of their own
+    /// (`ersd:tree=optimal`); other parameter settings keep the colour.
+    pub variant_looks: &'static [(&'static str, Look)],
+    /// Whether `bench select` times it when no list is given.
+    pub in_bench_defaults: bool,
+    /// Builds the scheme from checked arguments ([`Args`] only holds keys
+    /// that are in `params`).
+    pub build: fn(&Args) -> Result<Box<dyn Scheme>, SchemeError>,
+}
+
+/// One parameter of a scheme: its name, its type and default, its meaning.
+pub struct Param {
     pub name: &'static str,
-    pub default: String,
+    pub kind: ParamKind,
     pub help: &'static str,
 }
 
-/// What `specbench schemes` prints about one scheme.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SchemeInfo {
-    pub id: &'static str,
-    pub summary: &'static str,
-    pub params: Vec<ParamInfo>,
-    /// Which drafts it accepts: identical only, or identical and non-identical.
-    pub drafts: &'static str,
-    pub k: &'static str,
-    pub draft_law: DraftLaw,
-    /// Closed-form landing probability, where one exists.
-    pub acceptance: &'static str,
+/// The type and default of a parameter; [`Args`] parses by it.
+pub enum ParamKind {
+    /// A whole number, at least `min`.
+    Whole { default: usize, min: usize },
+    /// A real number above `above` (or at least it, when `inclusive`);
+    /// `default: None` means computed per node, described by `derived`.
+    Real {
+        default: Option<f64>,
+        derived: &'static str,
+        above: f64,
+        inclusive: bool,
+    },
+    /// One of the words; the first is the default.
+    Choice(&'static [&'static str]),
 }
 
-fn alphabet_param() -> ParamInfo {
-    ParamInfo {
-        name: "m",
-        default: DEFAULT_ALPHABET.to_string(),
-        help: "alphabet size |Ω′|: draftable tokens ranked by p − q1·q2 that get pair weights",
+impl fmt::Display for ParamKind {
+    /// The default as `specbench schemes` shows it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamKind::Whole { default, .. } => write!(f, "{default}"),
+            ParamKind::Real {
+                default: Some(v), ..
+            } => write!(f, "{v:e}"),
+            ParamKind::Real { derived, .. } => f.write_str(derived),
+            ParamKind::Choice(words) => f.write_str(words[0]),
+        }
     }
 }
 
-/// Every scheme, in the order tables list them.
-pub fn catalogue() -> Vec<SchemeInfo> {
-    let both = "identical, non-identical";
-    let identical = "identical only";
-    let info = |id, summary, params, drafts, k, draft_law, acceptance| SchemeInfo {
-        id,
-        summary,
-        params,
-        drafts,
-        k,
-        draft_law,
-        acceptance,
-    };
-    let mut schemes = vec![
-        info(
-            "single",
-            "single-draft speculative sampling (Leviathan et al.); alias sd",
-            vec![],
-            "-",
-            "1",
-            DraftLaw::Independent,
-            "1 − TV(p, q)",
-        ),
-        info(
-            "nss",
-            "baseline: ignore the drafts, sample p",
-            vec![],
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "Σ p (1 − Π (1 − q_k))",
-        ),
-        info(
-            "sd_first",
-            "baseline: SD on the first draft; the residual may land on another",
-            vec![],
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "Σ min(p, q_1) + Σ (p − q_1)_+ (1 − Π_{k≥2} (1 − q_k))",
-        ),
-        info(
-            "specinfer",
-            "SpecInfer: recursive rejection sampling with replacement",
-            vec![],
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "1 − Π TV(r_i, q_i)",
-        ),
-        info(
-            "rsd",
-            "recursive rejection sampling without replacement (Jeon et al.)",
-            vec![],
-            identical,
-            "1 .. |supp q|",
-            DraftLaw::WithoutReplacement,
-            "none (enumerated)",
-        ),
-        info(
-            "spectr",
-            "SpecTr K-SEQ with ρ* by bisection (rounded up) and the exact residual",
-            vec![ParamInfo {
-                name: "rho",
-                default: "ρ*".into(),
-                help: "fixed ρ; must be >= ρ* at every node",
-            }],
-            identical,
-            ">= 1",
-            DraftLaw::Independent,
-            "1 − (1 − β(ρ*))^K",
-        ),
-        info(
-            "is",
-            "the paper's IS: truncated LP (max-flow) on the alphabet, tournament for K > 2",
-            vec![
-                alphabet_param(),
-                ParamInfo {
-                    name: "s",
-                    default: DEFAULT_LP.to_string(),
-                    help: "LP block: the s best alphabet tokens get LP pair weights",
-                },
-            ],
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "selection: Σ min(p, p_I)",
-        ),
-        info(
-            "greedy",
-            "Hu et al.: K−1 most likely tokens plus one sampled from the rest",
-            vec![],
-            identical,
-            ">= 1",
-            DraftLaw::Greedy,
-            "p(D) + Σ_{z∉D} min(p, q′)",
-        ),
-        info(
-            "optimal",
-            "sampler attaining P*: Global Resolution (exact mode) for identical drafts, max-flow oracle for non-identical; counted exact fallbacks",
-            vec![
-                ParamInfo {
-                    name: "sets",
-                    default: DEFAULT_SET_BUDGET.to_string(),
-                    help: "input sets per Luce program; tokens beyond it share a tail item",
-                },
-                ParamInfo {
-                    name: "tol",
-                    default: format!("{DEFAULT_TOLERANCE:e}"),
-                    help: "L1 gradient target and the acceptance gap to P* that counts as optimal",
-                },
-                ParamInfo {
-                    name: "mode",
-                    default: "window".into(),
-                    help: "window (max-coordinate windows: P* at every node, exact), luce (Global Resolution exact mode; groups tokens above the set budget and gives acceptance away) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
-                },
-            ],
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "P*",
-        ),
-        info(
-            "ersd",
-            "exponential races (Kobus & Gündüz): drafts are the first arrivals, the target's race winner is emitted",
-            vec![ParamInfo {
-                name: "tree",
-                default: "chains".into(),
-                help: "chains (K chains of L tokens) or optimal (τ* of K·L nodes for the rank law measured so far in the generation)",
-            }],
-            identical,
-            ">= 1",
-            DraftLaw::WithoutReplacement,
-            "Pr[R ≤ K] (rank law of the target winner)",
-        ),
-        info(
-            "block",
-            "block verification (Sun et al.) of one draft chain; keeps the last success",
-            vec![],
-            "-",
-            "1",
-            DraftLaw::Independent,
-            "≥ SD's per round (no simple form); 1 − TV at one node",
-        ),
-    ];
-    for variant in Variant::ALL {
-        let (summary, params) = match variant {
-            Variant::Ratio => (
-                "two-step with weights p/q_i (self-normalised IS)",
-                vec![alphabet_param()],
-            ),
-            Variant::Target => ("two-step with weights p", vec![alphabet_param()]),
-            Variant::Uniform => ("two-step choosing either input w.p. ½ per stage", vec![]),
-            Variant::First => (
-                "two-step always choosing the first input (p_I = q_1)",
-                vec![],
-            ),
-            Variant::Priority => (
-                "two-step keeping the input with the larger p − q1·q2 (is at s = 1)",
-                vec![alphabet_param()],
-            ),
+/// The parsed `key=value` parameters of one scheme spec, checked against
+/// its entry's [`Param`]s; accessors return the value or the default.
+pub struct Args<'s> {
+    entry: &'static Entry,
+    pairs: Vec<(&'s str, &'s str)>,
+}
+
+impl Args<'_> {
+    fn param(&self, key: &str) -> &'static Param {
+        self.entry
+            .params
+            .iter()
+            .find(|p| p.name == key)
+            .unwrap_or_else(|| panic!("{} has no parameter {key}", self.entry.id))
+    }
+
+    /// The last value given for `key` (later ones override earlier ones).
+    fn raw(&self, key: &str) -> Option<&str> {
+        self.pairs.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    fn invalid<T>(&self, key: &str, value: &str, must: String) -> Result<T, SchemeError> {
+        fail(format!("{}:{key}={value}: {key} must be {must}", self.entry.id))
+    }
+
+    /// A [`ParamKind::Whole`] parameter.
+    pub fn whole(&self, key: &str) -> Result<usize, SchemeError> {
+        let ParamKind::Whole { default, min } = self.param(key).kind else {
+            panic!("{}:{key} is not a whole number", self.entry.id)
         };
-        schemes.push(info(
-            variant.id(),
-            summary,
-            params,
-            both,
-            ">= 1",
-            DraftLaw::Independent,
-            "selection: Σ min(p, p_I)",
-        ));
+        let Some(value) = self.raw(key) else {
+            return Ok(default);
+        };
+        match value.parse::<usize>() {
+            Ok(n) if n >= min => Ok(n),
+            Ok(_) => self.invalid(key, value, format!("at least {min}")),
+            Err(_) => self.invalid(key, value, "a whole number".into()),
+        }
     }
-    schemes
+
+    /// A [`ParamKind::Real`] parameter; `None` when its default is derived.
+    pub fn real(&self, key: &str) -> Result<Option<f64>, SchemeError> {
+        let ParamKind::Real {
+            default,
+            above,
+            inclusive,
+            ..
+        } = self.param(key).kind
+        else {
+            panic!("{}:{key} is not a real number", self.entry.id)
+        };
+        let Some(value) = self.raw(key) else {
+            return Ok(default);
+        };
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() && (v > above || (inclusive && v == above)) => Ok(Some(v)),
+            _ => {
+                let bound = if inclusive { ">=" } else { ">" };
+                self.invalid(key, value, format!("a number {bound} {above}"))
+            }
+        }
+    }
+
+    /// A [`ParamKind::Choice`] parameter.
+    pub fn choice(&self, key: &str) -> Result<&'static str, SchemeError> {
+        let ParamKind::Choice(words) = self.param(key).kind else {
+            panic!("{}:{key} is not a choice", self.entry.id)
+        };
+        let Some(value) = self.raw(key) else {
+            return Ok(words[0]);
+        };
+        match words.iter().find(|w| **w == value) {
+            Some(word) => Ok(word),
+            None => self.invalid(key, value, format!("one of {}", words.join(", "))),
+        }
+    }
+}
+
+impl Entry {
+    /// The scheme at its default parameters.
+    pub fn build_default(&'static self) -> Box<dyn Scheme> {
+        let args = Args {
+            entry: self,
+            pairs: Vec::new(),
+        };
+        // Defaults are valid by construction; the registry test builds each.
+        (self.build)(&args).unwrap_or_else(|e| panic!("{} at its defaults: {e}", self.id))
+    }
+
+    fn named(&self, name: &str) -> bool {
+        self.id == name || self.aliases.contains(&name)
+    }
+}
+
+/// The entry named `name` (or one of its aliases).
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    SCHEMES.iter().copied().find(|e| e.named(name))
 }
 
 /// Builds one scheme from `name[:key=value…]`.
 pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
     let mut parts = spec.trim().split(':');
     let name = parts.next().unwrap_or_default();
-    let mut params: Vec<(&str, &str)> = Vec::new();
+    let entry = entry(name).ok_or_else(|| {
+        let names: Vec<&str> = SCHEMES.iter().map(|e| e.id).collect();
+        SchemeError::new(format!(
+            "unknown scheme '{name}': choose from {} (see `specbench schemes`)",
+            names.join(", ")
+        ))
+    })?;
+    let mut pairs = Vec::new();
     for part in parts {
-        match part.split_once('=') {
-            Some((key, value)) => params.push((key.trim(), value.trim())),
-            None => {
-                return fail(format!(
-                    "scheme parameter '{part}' in '{spec}' is not key=value: write e.g. is:m=40:s=5"
-                ));
-            }
-        }
-    }
-    let known: Vec<&str> = catalogue()
-        .iter()
-        .find(|info| info.id == name || (name == "sd" && info.id == "single"))
-        .map(|info| info.params.iter().map(|p| p.name).collect())
-        .ok_or_else(|| {
-            let names: Vec<&str> = catalogue().iter().map(|info| info.id).collect();
-            SchemeError::new(format!(
-                "unknown scheme '{name}': choose from {} (see `specbench schemes`)",
-                names.join(", ")
-            ))
-        })?;
-    for (key, _) in &params {
-        if !known.contains(key) {
-            let takes = if known.is_empty() {
+        let Some((key, value)) = part.split_once('=') else {
+            return fail(format!(
+                "scheme parameter '{part}' in '{spec}' is not key=value: write e.g. is:m=40:s=5"
+            ));
+        };
+        let key = key.trim();
+        if !entry.params.iter().any(|p| p.name == key) {
+            let takes = if entry.params.is_empty() {
                 "no parameters".to_string()
             } else {
-                format!("parameters {}", known.join(", "))
+                let names: Vec<&str> = entry.params.iter().map(|p| p.name).collect();
+                format!("parameters {}", names.join(", "))
             };
             return fail(format!(
                 "scheme {name} has no parameter '{key}': it takes {takes}"
             ));
         }
+        pairs.push((key, value.trim()));
     }
-    let get = |key: &str| {
-        params
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| *v)
-    };
-    let whole = |key: &str, default: usize| -> Result<usize, SchemeError> {
-        match get(key) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| {
-                SchemeError::new(format!("{name}:{key}={v}: {key} must be a whole number"))
-            }),
-        }
-    };
-    let scheme: Box<dyn Scheme> = match name {
-        "single" | "sd" => Box::new(Single),
-        "nss" => Box::new(Nss),
-        "sd_first" => Box::new(SdFirst),
-        "specinfer" => Box::new(SpecInfer),
-        "rsd" => Box::new(Rsd),
-        "spectr" => {
-            let rho = match get("rho") {
-                None => None,
-                Some(v) => match v.parse::<f64>() {
-                    Ok(rho) if rho.is_finite() && rho >= 1.0 => Some(rho),
-                    _ => return fail(format!("spectr:rho={v}: rho must be a number >= 1")),
-                },
-            };
-            Box::new(SpecTr { rho })
-        }
-        "is" => Box::new(ImportanceSampling::new(
-            whole("m", DEFAULT_ALPHABET)?,
-            whole("s", DEFAULT_LP)?,
-        )?),
-        "greedy" => Box::new(Greedy),
-        "ersd" => {
-            let tree = match get("tree") {
-                None | Some("chains") => RaceTree::Chains,
-                Some("optimal") => RaceTree::Optimal,
-                Some(v) => return fail(format!("ersd:tree={v}: tree must be chains or optimal")),
-            };
-            Box::new(Ersd { tree })
-        }
-        "block" => Box::new(Block),
-        "optimal" => {
-            let tolerance = match get("tol") {
-                None => DEFAULT_TOLERANCE,
-                Some(v) => match v.parse::<f64>() {
-                    Ok(t) if t.is_finite() && t > 0.0 => t,
-                    _ => return fail(format!("optimal:tol={v}: tol must be a number > 0")),
-                },
-            };
-            let set_budget = whole("sets", DEFAULT_SET_BUDGET)?;
-            if set_budget == 0 {
-                return fail("optimal:sets=0: the set budget must be at least 1");
-            }
-            let mode = match get("mode") {
-                None | Some("window") | Some("exact") => OptimalMode::Window,
-                Some("luce") => OptimalMode::Luce,
-                Some("paper") => OptimalMode::Paper,
-                Some(v) => {
-                    return fail(format!(
-                        "optimal:mode={v}: mode must be window (default), luce or paper"
-                    ));
-                }
-            };
-            Box::new(Optimal {
-                settings: GrSettings {
-                    tolerance,
-                    set_budget,
-                    ..GrSettings::default()
-                },
-                mode,
-            })
-        }
-        other => {
-            let variant = Variant::ALL
-                .into_iter()
-                .find(|v| v.id() == other)
-                .expect("catalogued");
-            Box::new(WeightedIs::new(variant, whole("m", DEFAULT_ALPHABET)?)?)
-        }
-    };
-    Ok(scheme)
+    (entry.build)(&Args { entry, pairs })
 }
 
-/// Builds a comma-separated list; `all` means every catalogued scheme.
+/// A scheme as a config or flag names it (`is:m=20:s=10`), checked against
+/// the registry when parsed: it builds, so a plan can build it again
+/// without failing. Written back as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemeSpec(String);
+
+impl SchemeSpec {
+    /// A built scheme's spec: its label with every parameter
+    /// (`is:m=40:s=5`), as cell ids and `cells.csv` write it.
+    pub fn of(scheme: &dyn Scheme) -> Self {
+        Self(scheme.label())
+    }
+
+    /// The registry id (`is` of `is:m=40:s=5`; `single` of `sd`).
+    pub fn id(&self) -> &'static str {
+        let name = self.0.split(':').next().unwrap_or_default();
+        entry(name)
+            .unwrap_or_else(|| panic!("{} was checked when parsed", self.0))
+            .id
+    }
+
+    /// The parameters after the id (`m=40:s=5`), empty when none.
+    pub fn params(&self) -> &str {
+        self.0.split_once(':').map_or("", |(_, params)| params)
+    }
+
+    pub fn build(&self) -> Box<dyn Scheme> {
+        build(&self.0).unwrap_or_else(|e| panic!("{} was checked when parsed: {e}", self.0))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for SchemeSpec {
+    type Err = SchemeError;
+
+    fn from_str(spec: &str) -> Result<Self, SchemeError> {
+        build(spec)?;
+        Ok(Self(spec.trim().to_string()))
+    }
+}
+
+impl fmt::Display for SchemeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+serde_as_text!(SchemeSpec);
+
+/// Builds a comma-separated list; `all` means every scheme in the registry.
 pub fn build_list(list: &str) -> Result<Vec<Box<dyn Scheme>>, SchemeError> {
     if list.trim() == "all" {
-        return catalogue().iter().map(|info| build(info.id)).collect();
+        return Ok(SCHEMES.iter().map(|e| e.build_default()).collect());
     }
     let schemes: Vec<Box<dyn Scheme>> = list
         .split(',')
@@ -360,6 +287,78 @@ pub fn build_list(list: &str) -> Result<Vec<Box<dyn Scheme>>, SchemeError> {
         return fail("no scheme named: give e.g. --schemes single,specinfer,is");
     }
     Ok(schemes)
+}
+
+/// The schemes `bench select` times when no list is given, comma-separated.
+pub fn bench_defaults() -> String {
+    let ids: Vec<&str> = SCHEMES
+        .iter()
+        .filter(|e| e.in_bench_defaults)
+        .map(|e| e.id)
+        .collect();
+    ids.join(",")
+}
+
+/// One parameter as `specbench schemes --json` prints it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub default: String,
+    pub help: &'static str,
+}
+
+/// What `specbench schemes` prints about one scheme. The draft columns are
+/// read from the built scheme (`supports`, `max_drafts`, `draft_law`), so
+/// they cannot disagree with what a run accepts.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SchemeInfo {
+    pub id: &'static str,
+    pub summary: &'static str,
+    pub params: Vec<ParamInfo>,
+    /// Which drafts it accepts: identical only, or identical and non-identical.
+    pub drafts: &'static str,
+    pub k: &'static str,
+    pub draft_law: DraftLaw,
+    pub acceptance: &'static str,
+}
+
+/// The registry as `specbench schemes` shows it.
+pub fn catalogue() -> Vec<SchemeInfo> {
+    SCHEMES.iter().map(|entry| describe(entry)).collect()
+}
+
+fn describe(entry: &'static Entry) -> SchemeInfo {
+    let scheme = entry.build_default();
+    let (drafts, k) = match scheme.max_drafts() {
+        Some(1) => ("-", "1"),
+        _ => {
+            let q1 = Dist::from_trusted(vec![0.25; 4]);
+            let q2 = Dist::from_trusted(vec![1.0, 0.0, 0.0, 0.0]);
+            let mixed = Drafts::independent(vec![&q1, &q2]);
+            let drafts = match scheme.supports(&mixed) {
+                Ok(()) => "identical, non-identical",
+                Err(_) => "identical only",
+            };
+            (drafts, ">= 1")
+        }
+    };
+    SchemeInfo {
+        id: entry.id,
+        summary: entry.summary,
+        params: entry
+            .params
+            .iter()
+            .map(|p| ParamInfo {
+                name: p.name,
+                default: p.kind.to_string(),
+                help: p.help,
+            })
+            .collect(),
+        drafts,
+        k,
+        draft_law: scheme.draft_law(),
+        acceptance: entry.acceptance,
+    }
 }
 
 /// The `specbench schemes` table.
@@ -394,13 +393,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_catalogued_scheme_builds_with_defaults_and_keeps_its_name() {
-        for info in catalogue() {
-            let scheme = build(info.id).unwrap();
-            assert_eq!(scheme.id(), info.id);
-            assert_eq!(scheme.draft_law(), info.draft_law);
+    fn every_entry_builds_with_defaults_and_keeps_its_name() {
+        for entry in SCHEMES {
+            let scheme = entry.build_default();
+            assert_eq!(scheme.id(), entry.id);
+            assert_eq!(build(entry.id).unwrap().label(), scheme.label());
         }
         assert_eq!(build("sd").unwrap().id(), "single");
+    }
+
+    #[test]
+    fn names_and_looks_are_unique() {
+        for (i, a) in SCHEMES.iter().enumerate() {
+            for b in &SCHEMES[i + 1..] {
+                assert!(!b.named(a.id), "{} named twice", a.id);
+                assert_ne!(a.look, b.look, "{} and {} share a look", a.id, b.id);
+            }
+        }
     }
 
     #[test]
@@ -415,6 +424,10 @@ mod tests {
             ("is:m=5:s=6", "1 <= s <= m"),
             ("spectr:rho=0.5", ">= 1"),
             ("single:m=3", "no parameters"),
+            ("optimal:mode=best", "one of window, luce, paper"),
+            ("optimal:sets=0", "at least 1"),
+            ("optimal:tol=-1", "> 0"),
+            ("ersd:tree=wide", "one of chains, optimal"),
         ] {
             let err = build(spec).unwrap_err();
             assert!(err.message.contains(needle), "{spec}: {err}");
@@ -424,7 +437,15 @@ mod tests {
     #[test]
     fn lists_and_all() {
         assert_eq!(build_list("single, specinfer").unwrap().len(), 2);
-        assert_eq!(build_list("all").unwrap().len(), catalogue().len());
+        assert_eq!(build_list("all").unwrap().len(), SCHEMES.len());
         assert!(build_list(" , ").is_err());
+    }
+
+    #[test]
+    fn the_catalogue_reads_draft_support_from_the_schemes() {
+        let info = |id: &str| catalogue().into_iter().find(|i| i.id == id).unwrap();
+        assert_eq!(info("single").k, "1");
+        assert_eq!(info("spectr").drafts, "identical only");
+        assert_eq!(info("specinfer").drafts, "identical, non-identical");
     }
 }

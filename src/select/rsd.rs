@@ -15,6 +15,20 @@ use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab,
     require_identical,
 };
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const ENTRY: Entry = Entry {
+    id: "rsd",
+    aliases: &[],
+    summary: "recursive rejection sampling without replacement (Jeon et al.); K <= |supp q|",
+    params: &[],
+    acceptance: "none (enumerated)",
+    look: Look::new(palette::INDIGO, Marker::Cross),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(Rsd)),
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Rsd;

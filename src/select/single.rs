@@ -8,6 +8,20 @@ use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
     check_vocab, fail, sample_residual,
 };
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const ENTRY: Entry = Entry {
+    id: "single",
+    aliases: &["sd"],
+    summary: "single-draft speculative sampling (Leviathan et al.); alias sd",
+    params: &[],
+    acceptance: "1 − TV(p, q)",
+    look: Look::new(palette::GREY, Marker::Circle),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(Single)),
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Single;

@@ -10,6 +10,20 @@ use crate::dist::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 use super::{Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab};
+use super::look::{Look, Marker, palette};
+use super::registry::Entry;
+
+pub const ENTRY: Entry = Entry {
+    id: "specinfer",
+    aliases: &[],
+    summary: "SpecInfer: recursive rejection sampling with replacement",
+    params: &[],
+    acceptance: "1 − Π TV(r_i, q_i)",
+    look: Look::new(palette::ORANGE, Marker::Circle),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |_| Ok(Box::new(SpecInfer)),
+};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpecInfer;

@@ -12,6 +12,29 @@ use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
     check_vocab, fail, require_identical, sample_residual,
 };
+use super::look::{Look, Marker, palette};
+use super::registry::{Entry, Param, ParamKind};
+
+pub const ENTRY: Entry = Entry {
+    id: "spectr",
+    aliases: &[],
+    summary: "SpecTr K-SEQ with ρ* by bisection (rounded up) and the exact residual",
+    params: &[Param {
+        name: "rho",
+        kind: ParamKind::Real {
+            default: None,
+            derived: "ρ*",
+            above: 1.0,
+            inclusive: true,
+        },
+        help: "fixed ρ; must be >= ρ* at every node",
+    }],
+    acceptance: "1 − (1 − β(ρ*))^K",
+    look: Look::new(palette::SKY, Marker::Square),
+    variant_looks: &[],
+    in_bench_defaults: true,
+    build: |args| Ok(Box::new(SpecTr { rho: args.real("rho")? })),
+};
 
 /// `spectr` with ρ* (default) or a fixed ρ, which must be ≥ ρ*.
 #[derive(Clone, Copy, Debug, Default)]

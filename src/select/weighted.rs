@@ -9,6 +9,79 @@ use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;
 use super::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
+use super::importance::{ALPHABET_PARAM, DEFAULT_ALPHABET};
+use super::look::{Look, Marker, palette};
+use super::registry::{Args, Entry};
+
+/// The five rules, one registry entry each.
+pub const IS_RATIO: Entry = entry(
+    Variant::Ratio,
+    "two-step with weights p/q_i (self-normalised IS)",
+    Look::new(palette::BLUE, Marker::Diamond),
+    true,
+    |args| build(Variant::Ratio, args),
+);
+pub const IS_TARGET: Entry = entry(
+    Variant::Target,
+    "two-step with weights p",
+    Look::new(palette::GREEN, Marker::Cross),
+    false,
+    |args| build(Variant::Target, args),
+);
+pub const IS_UNIFORM: Entry = entry(
+    Variant::Uniform,
+    "two-step choosing either input w.p. ½ per stage",
+    Look::new(palette::PURPLE, Marker::Circle),
+    false,
+    |args| build(Variant::Uniform, args),
+);
+pub const IS_FIRST: Entry = entry(
+    Variant::First,
+    "two-step always choosing the first input (p_I = q_1)",
+    Look::new(palette::OLIVE, Marker::Square),
+    false,
+    |args| build(Variant::First, args),
+);
+pub const IS_PRIORITY: Entry = entry(
+    Variant::Priority,
+    "two-step keeping the input with the larger p − q1·q2 (is at s = 1)",
+    Look::new(palette::TEAL, Marker::Triangle),
+    true,
+    |args| build(Variant::Priority, args),
+);
+
+const fn entry(
+    variant: Variant,
+    summary: &'static str,
+    look: Look,
+    in_bench_defaults: bool,
+    build: fn(&Args) -> Result<Box<dyn Scheme>, SchemeError>,
+) -> Entry {
+    Entry {
+        id: variant.id(),
+        aliases: &[],
+        summary,
+        params: if variant.uses_alphabet() {
+            &[ALPHABET_PARAM]
+        } else {
+            &[]
+        },
+        acceptance: "selection: Σ min(p, p_I)",
+        look,
+        variant_looks: &[],
+        in_bench_defaults,
+        build,
+    }
+}
+
+fn build(variant: Variant, args: &Args) -> Result<Box<dyn Scheme>, SchemeError> {
+    let alphabet = if variant.uses_alphabet() {
+        args.whole("m")?
+    } else {
+        DEFAULT_ALPHABET
+    };
+    Ok(Box::new(WeightedIs::new(variant, alphabet)?))
+}
 
 /// Which weight function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +107,7 @@ impl Variant {
         Variant::Priority,
     ];
 
-    pub fn id(self) -> &'static str {
+    pub const fn id(self) -> &'static str {
         match self {
             Variant::Ratio => "is_ratio",
             Variant::Target => "is_target",
@@ -45,7 +118,7 @@ impl Variant {
     }
 
     /// Whether the alphabet size `m` changes the rule.
-    pub fn uses_alphabet(self) -> bool {
+    pub const fn uses_alphabet(self) -> bool {
         matches!(self, Variant::Ratio | Variant::Target | Variant::Priority)
     }
 }

@@ -3,17 +3,20 @@
 //! written after each bar. The gap to the optimum is this bench's own
 //! measurement (the paper reports acceptance only for its IS scheme).
 
+use crate::data::Dataset;
+use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat, temp_order};
+use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat};
 use super::figure::{Bar, Body, Figure, Panel};
 use super::style::scheme_style;
+use crate::select::{DraftLaw, SCHEMES};
 
 pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     let cells: Vec<&CellRow> = rows
         .iter()
-        .filter(|r| r.kind != "target" && r.mean_accept.is_some())
+        .filter(|r| r.kind != CellKind::Target && r.mean_accept.is_some())
         .collect();
     if cells.is_empty() {
         skipped.push(Skip::new("accept-vs-pstar", "no cell recorded mean_accept"));
@@ -28,7 +31,7 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
             .collect();
         let without: Vec<String> = in_order(
             rows.iter()
-                .filter(|r| r.dataset == dataset && r.kind != "target" && r.mean_accept.is_none())
+                .filter(|r| r.dataset == dataset && r.kind != CellKind::Target && r.mean_accept.is_none())
                 .map(|r| r.scheme_label()),
         );
         for group in split_by_k(&in_dataset) {
@@ -45,9 +48,9 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
     figures
 }
 
-fn acceptance_figure(dataset: &str, group: &KGroup) -> Figure {
+fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
     let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set.clone()));
-    temp_sets.sort_by_key(|t| temp_order(t));
+    temp_sets.sort();
     let mut seeds = 0;
     let mut panels = Vec::new();
     let mut missing_pstar = false;
@@ -106,8 +109,12 @@ fn acceptance_figure(dataset: &str, group: &KGroup) -> Figure {
         seeds_note(seeds),
         settings(&group.rows)
     );
-    let non_iid: Vec<&str> = ["rsd", "greedy"]
-        .into_iter()
+    // Schemes whose drafts are not i.i.d. (without replacement, greedy) can
+    // land more often than the i.i.d. optimum.
+    let non_iid: Vec<&str> = SCHEMES
+        .iter()
+        .filter(|entry| entry.build_default().draft_law() != DraftLaw::Independent)
+        .map(|entry| entry.id)
         .filter(|id| group.rows.iter().any(|r| r.scheme == *id))
         .collect();
     if !non_iid.is_empty() {

@@ -2,10 +2,11 @@
 //! a figure): per dataset, one panel per temperature set, one line per
 //! scheme, SD as the K = 1 point.
 
+use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{display_label, in_order, seeds_note, settings, stat, temp_order};
+use super::data::{display_label, in_order, seeds_note, settings, stat};
 use super::figure::{Figure, Panel, Point, Series};
 use super::style::scheme_style;
 
@@ -38,7 +39,7 @@ fn series_over_k(label: &str, cells: &[&CellRow], seeds: &mut usize) -> Series {
 }
 
 pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
-    let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == "scheme").collect();
+    let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     // Single-draft schemes (block, K = 1) alone do not make a K axis.
     let ks = in_order(schemes.iter().map(|r| r.k).filter(|k| *k >= 2));
     if ks.len() < 2 {
@@ -55,10 +56,10 @@ pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     for dataset in in_order(schemes.iter().map(|r| r.dataset.clone())) {
         let in_dataset: Vec<&CellRow> = rows
             .iter()
-            .filter(|r| r.dataset == dataset && r.kind != "target")
+            .filter(|r| r.dataset == dataset && r.kind != CellKind::Target)
             .collect();
         let mut temp_sets = in_order(in_dataset.iter().map(|r| r.temp_set.clone()));
-        temp_sets.sort_by_key(|t| temp_order(t));
+        temp_sets.sort();
         let mut panels = Vec::new();
         let mut seeds = 0;
         for temp_set in &temp_sets {
@@ -76,7 +77,7 @@ pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
                     .copied()
                     .filter(|r| &r.scheme_label() == label)
                     .collect();
-                let is_sd = cells.iter().all(|r| r.kind == "sd");
+                let is_sd = cells.iter().all(|r| r.kind == CellKind::Sd);
                 if is_sd || in_order(cells.iter().map(|r| r.k)).len() >= 2 {
                     series.push(series_over_k(label, &cells, &mut seeds));
                 }

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::data::Dataset;
+use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{CellRow, mean, standard_error};
 
 /// Mean ± standard error over seeds.
@@ -22,29 +24,6 @@ pub fn stat(values: &[f64]) -> Option<Stat> {
     })
 }
 
-/// The draft temperature of an identical-drafts set (`1.2`), none for pairs.
-pub fn identical_temp(temp_set: &str) -> Option<f64> {
-    if temp_set.contains(':') {
-        return None;
-    }
-    temp_set.parse().ok()
-}
-
-/// The two temperatures of a non-identical pair (`1.2:1.6`).
-pub fn pair_temps(temp_set: &str) -> Option<(f64, f64)> {
-    let (first, second) = temp_set.split_once(':')?;
-    Some((first.parse().ok()?, second.parse().ok()?))
-}
-
-/// Numeric order of temperature sets (`1.2` < `1.6` < `1.2:2.0`).
-pub fn temp_order(temp_set: &str) -> (usize, Vec<i64>) {
-    let parts: Vec<i64> = temp_set
-        .split(':')
-        .map(|t| (t.parse::<f64>().unwrap_or(f64::MAX / 1e7) * 1e6) as i64)
-        .collect();
-    (parts.len(), parts)
-}
-
 /// Values in the order they first appear.
 pub fn in_order<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
@@ -59,7 +38,7 @@ pub fn in_order<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
 /// Each scheme cell's block efficiency and token rate as % over the SD
 /// cell of the same dataset, temperature set and seed.
 pub struct VsSd<'a> {
-    sd: HashMap<(String, String, u64), &'a CellRow>,
+    sd: HashMap<(Dataset, TempSet, u64), &'a CellRow>,
 }
 
 impl<'a> VsSd<'a> {
@@ -67,7 +46,7 @@ impl<'a> VsSd<'a> {
         VsSd {
             sd: rows
                 .iter()
-                .filter(|r| r.kind == "sd")
+                .filter(|r| r.kind == CellKind::Sd)
                 .map(|r| (r.group_key(), r))
                 .collect(),
         }
@@ -85,8 +64,8 @@ impl<'a> VsSd<'a> {
         ))
     }
 
-    pub fn has_baseline(&self, dataset: &str) -> bool {
-        self.sd.keys().any(|(d, _, _)| d == dataset)
+    pub fn has_baseline(&self, dataset: Dataset) -> bool {
+        self.sd.keys().any(|(d, _, _)| *d == dataset)
     }
 }
 
@@ -206,15 +185,6 @@ pub fn display_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temperature_sets() {
-        assert_eq!(identical_temp("1.2"), Some(1.2));
-        assert_eq!(identical_temp("1.2:1.6"), None);
-        assert_eq!(pair_temps("1.2:1.6"), Some((1.2, 1.6)));
-        assert!(temp_order("1.6") < temp_order("2.4"));
-        assert!(temp_order("2.4") < temp_order("1.2:1.6"));
-    }
 
     #[test]
     fn standard_error_over_seeds() {

@@ -2,10 +2,12 @@
 //! nodes whose output landed on a draft (`accept_by_depth`), one line per
 //! scheme, one panel per temperature set.
 
+use crate::data::Dataset;
+use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat, temp_order};
+use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat};
 use super::figure::{Figure, Line, Panel, Point, Series};
 use super::style::scheme_style;
 
@@ -21,7 +23,7 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     let cells: Vec<&CellRow> = rows
         .iter()
         .filter(|r| {
-            r.kind != "target" && parse_depths(&r.accept_by_depth).iter().any(Option::is_some)
+            r.kind != CellKind::Target && parse_depths(&r.accept_by_depth).iter().any(Option::is_some)
         })
         .collect();
     if cells.is_empty() {
@@ -58,9 +60,9 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     figures
 }
 
-fn depth_figure(dataset: &str, group: &KGroup, depth: usize) -> Figure {
+fn depth_figure(dataset: &Dataset, group: &KGroup, depth: usize) -> Figure {
     let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set.clone()));
-    temp_sets.sort_by_key(|t| temp_order(t));
+    temp_sets.sort();
     let mut seeds = 0;
     let mut panels = Vec::new();
     for temp_set in &temp_sets {

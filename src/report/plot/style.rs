@@ -1,9 +1,8 @@
 //! The look shared by every figure: one colour and marker per scheme label
 //! (the same in every figure of every run), the font, text sizes.
 //!
-//! Colours come from the Okabe–Ito and Paul Tol "muted" palettes, both chosen
-//! to stay distinguishable under the common colour-vision deficiencies; the
-//! marker shape is a second cue, so no two known schemes share both.
+//! Each scheme's look is declared in its registry entry
+//! ([`crate::select::look`]); this module turns it into plotters' types.
 
 use std::sync::Once;
 
@@ -39,36 +38,9 @@ pub const AXIS_LABEL_SIZE: u32 = 17;
 pub const TICK_SIZE: u32 = 14;
 pub const LEGEND_SIZE: u32 = 15;
 
-/// How a point is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Marker {
-    Circle,
-    Square,
-    Triangle,
-    Diamond,
-    Cross,
-}
-
-impl Marker {
-    pub const ALL: [Marker; 5] = [
-        Marker::Circle,
-        Marker::Square,
-        Marker::Triangle,
-        Marker::Diamond,
-        Marker::Cross,
-    ];
-
-    /// The SVG test hooks read this name back (`data-marker`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Marker::Circle => "circle",
-            Marker::Square => "square",
-            Marker::Triangle => "triangle",
-            Marker::Diamond => "diamond",
-            Marker::Cross => "cross",
-        }
-    }
-}
+pub use crate::select::look::Marker;
+use crate::select::look::{Look, Rgb, palette};
+use crate::select::{SCHEMES, registry};
 
 /// A colour and a marker: what tells one series from another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,61 +49,27 @@ pub struct SeriesStyle {
     pub marker: Marker,
 }
 
-const BLACK: RGBColor = RGBColor(0, 0, 0);
-const ORANGE: RGBColor = RGBColor(0xE6, 0x9F, 0x00);
-const SKY: RGBColor = RGBColor(0x56, 0xB4, 0xE9);
-const GREEN: RGBColor = RGBColor(0x00, 0x9E, 0x73);
-const BLUE: RGBColor = RGBColor(0x00, 0x72, 0xB2);
-const VERMILLION: RGBColor = RGBColor(0xD5, 0x5E, 0x00);
-const PURPLE: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
-const ROSE: RGBColor = RGBColor(0xCC, 0x66, 0x77);
-const INDIGO: RGBColor = RGBColor(0x33, 0x22, 0x88);
-const SAND: RGBColor = RGBColor(0xB8, 0xA4, 0x3C);
-const TEAL: RGBColor = RGBColor(0x44, 0xAA, 0x99);
-const OLIVE: RGBColor = RGBColor(0x99, 0x99, 0x33);
-const WINE: RGBColor = RGBColor(0x88, 0x22, 0x55);
-const GREY: RGBColor = RGBColor(0x77, 0x77, 0x77);
-const BROWN: RGBColor = RGBColor(0x8C, 0x56, 0x4B);
+impl From<Look> for SeriesStyle {
+    fn from(look: Look) -> Self {
+        let Rgb(r, g, b) = look.color;
+        Self {
+            color: RGBColor(r, g, b),
+            marker: look.marker,
+        }
+    }
+}
 
-/// Colours for labels outside the known table, in hash order.
-const POOL: [RGBColor; 14] = [
-    ORANGE, SKY, GREEN, BLUE, VERMILLION, PURPLE, ROSE, INDIGO, SAND, TEAL, OLIVE, WINE, GREY,
-    BROWN,
-];
-
-/// Every scheme the bench ships, with a fixed look. SD is grey (as in
-/// Figure 2): it is the reference of the "% over SD" figures; black is the
-/// optimum's alone.
-const KNOWN: [(&str, RGBColor, Marker); 26] = [
-    ("single", GREY, Marker::Circle),
-    ("sd", GREY, Marker::Circle),
-    ("optimal", BLACK, Marker::Diamond),
-    ("specinfer", ORANGE, Marker::Circle),
-    ("spectr", SKY, Marker::Square),
-    ("is", VERMILLION, Marker::Triangle),
-    // Schemes at their defaults, as the run labels them.
-    ("is:m=40:s=5", VERMILLION, Marker::Triangle),
-    ("is_ratio:m=40", BLUE, Marker::Diamond),
-    ("is_target:m=40", GREEN, Marker::Cross),
-    ("is_priority:m=40", TEAL, Marker::Triangle),
-    ("is_ratio", BLUE, Marker::Diamond),
-    ("is_target", GREEN, Marker::Cross),
-    ("is_uniform", PURPLE, Marker::Circle),
-    ("is_first", OLIVE, Marker::Square),
-    ("is_priority", TEAL, Marker::Triangle),
-    ("rsd", INDIGO, Marker::Cross),
-    ("greedy", SAND, Marker::Diamond),
-    ("ersd", ROSE, Marker::Square),
-    ("ersd:tree=optimal", WINE, Marker::Triangle),
-    ("block", BROWN, Marker::Square),
-    ("nss", GREEN, Marker::Square),
-    ("sd_first", GREY, Marker::Cross),
-    // Figure 2's curves.
-    ("Optimal", BLACK, Marker::Diamond),
-    ("SpecTr", SKY, Marker::Square),
-    ("SpecInfer", ORANGE, Marker::Circle),
-    ("SD", GREY, Marker::Cross),
-];
+/// Figure 2's curves are named as the paper names them; they are drawn as
+/// the schemes they are.
+fn figure2_scheme(label: &str) -> Option<&'static str> {
+    match label {
+        "Optimal" => Some("optimal"),
+        "SpecTr" => Some("spectr"),
+        "SpecInfer" => Some("specinfer"),
+        "SD" => Some("single"),
+        _ => None,
+    }
+}
 
 /// FNV-1a: stable across runs and platforms (std's hasher is seeded).
 fn stable_hash(text: &str) -> u64 {
@@ -140,45 +78,44 @@ fn stable_hash(text: &str) -> u64 {
     })
 }
 
-fn known(label: &str) -> Option<SeriesStyle> {
-    KNOWN
-        .iter()
-        .find(|(known, _, _)| *known == label)
-        .map(|(_, color, marker)| SeriesStyle {
-            color: *color,
-            marker: *marker,
-        })
+/// The look of a scheme label (`is:m=40:s=5`), read from the scheme's
+/// registry entry: its own look at its default parameters (or a listed
+/// variant's); other parameters keep the entry's colour with another marker
+/// (from a hash of the label); labels no entry claims get both from the hash.
+/// A label has the same look in every figure and every run.
+pub fn scheme_style(label: &str) -> SeriesStyle {
+    let label = figure2_scheme(label).unwrap_or(label);
+    let family = label.split(':').next().unwrap_or(label);
+    let hash = stable_hash(label);
+    let Some(entry) = registry::entry(family) else {
+        return SeriesStyle {
+            color: {
+                let Rgb(r, g, b) = palette::POOL[(hash % palette::POOL.len() as u64) as usize];
+                RGBColor(r, g, b)
+            },
+            marker: Marker::ALL[((hash / palette::POOL.len() as u64) % Marker::ALL.len() as u64)
+                as usize],
+        };
+    };
+    if let Some((_, look)) = entry.variant_looks.iter().find(|(l, _)| *l == label) {
+        return (*look).into();
+    }
+    if label == family || label == entry.build_default().label() {
+        return entry.look.into();
+    }
+    let others: Vec<Marker> = Marker::ALL
+        .into_iter()
+        .filter(|m| *m != entry.look.marker)
+        .collect();
+    SeriesStyle {
+        marker: others[(hash % others.len() as u64) as usize],
+        ..entry.look.into()
+    }
 }
 
-/// The look of a scheme label (`is:m=40:s=5`): fixed for the bench's
-/// schemes at their defaults; other parameters keep the family's colour
-/// with another marker (from a hash of the label); unknown schemes get both
-/// from the hash. A label has the same look in every figure and every run.
-pub fn scheme_style(label: &str) -> SeriesStyle {
-    if let Some(style) = known(label) {
-        return style;
-    }
-    let hash = stable_hash(label);
-    let family = label.split(':').next().unwrap_or(label);
-    if let Some(base) = known(family).or_else(|| {
-        KNOWN
-            .iter()
-            .find(|(known, _, _)| known.split(':').next() == Some(family))
-            .and_then(|(known, _, _)| self::known(known))
-    }) {
-        let others: Vec<Marker> = Marker::ALL
-            .into_iter()
-            .filter(|m| *m != base.marker)
-            .collect();
-        return SeriesStyle {
-            color: base.color,
-            marker: others[(hash % others.len() as u64) as usize],
-        };
-    }
-    SeriesStyle {
-        color: POOL[(hash % POOL.len() as u64) as usize],
-        marker: Marker::ALL[((hash / POOL.len() as u64) % Marker::ALL.len() as u64) as usize],
-    }
+/// Every scheme's look at its defaults, in registry order (for tests).
+pub fn registry_styles() -> Vec<(&'static str, SeriesStyle)> {
+    SCHEMES.iter().map(|e| (e.id, e.look.into())).collect()
 }
 
 /// `#rrggbb`, as the SVG backend writes colours.
@@ -191,22 +128,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn known_schemes_have_distinct_looks() {
-        let looks: Vec<_> = KNOWN
-            .iter()
-            // Aliases and Figure 2's curve names (capitalised) share on purpose.
-            .filter(|(label, _, _)| {
-                !label.contains(':') && *label != "sd" && label.starts_with(char::is_lowercase)
-            })
-            .map(|(_, c, m)| (*c, *m))
-            .collect();
-        for (i, a) in looks.iter().enumerate() {
-            for b in &looks[i + 1..] {
-                if a == b {
-                    panic!("two schemes share {a:?}");
-                }
+    fn registry_schemes_have_distinct_looks() {
+        let looks = registry_styles();
+        for (i, (a, sa)) in looks.iter().enumerate() {
+            for (b, sb) in &looks[i + 1..] {
+                assert_ne!(sa, sb, "{a} and {b} share a look");
             }
         }
+        assert_eq!(scheme_style("sd"), scheme_style("single"));
+        assert_eq!(scheme_style("SpecTr"), scheme_style("spectr"));
+        assert_eq!(scheme_style("is:m=40:s=5"), scheme_style("is"));
     }
 
     #[test]
@@ -215,7 +146,10 @@ mod tests {
         assert_eq!(scheme_style("is:m=10").color, scheme_style("is").color);
         assert_ne!(scheme_style("is:m=10").marker, scheme_style("is").marker);
         assert_eq!(scheme_style("is_ratio:m=40"), scheme_style("is_ratio"));
-        assert_eq!(scheme_style("spectr:rho=1.5").color, SKY);
+        assert_eq!(
+            scheme_style("spectr:rho=1.5").color,
+            scheme_style("spectr").color
+        );
         assert_eq!(scheme_style("made_up"), scheme_style("made_up"));
     }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
@@ -151,18 +152,18 @@ fn build(sweep: Sweep, vs_sd: &VsSd, skipped: &mut Vec<Skip>) -> Option<Figure> 
 /// Figure 3 (identical drafts) and Figure 4 (pairs) for every dataset.
 pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     let vs_sd = VsSd::new(rows);
-    let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == "scheme").collect();
+    let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     let mut figures = Vec::new();
     let datasets = in_order(schemes.iter().map(|r| r.dataset.clone()));
     let identical: Vec<&CellRow> = schemes
         .iter()
         .copied()
-        .filter(|r| super::data::identical_temp(&r.temp_set).is_some())
+        .filter(|r| r.temp_set.identical().is_some())
         .collect();
     let pairs: Vec<&CellRow> = schemes
         .iter()
         .copied()
-        .filter(|r| super::data::pair_temps(&r.temp_set).is_some())
+        .filter(|r| r.temp_set.pair().is_some())
         .collect();
     if identical.is_empty() {
         skipped.push(Skip::new(
@@ -180,10 +181,10 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
         let cells: Vec<(f64, &CellRow)> = identical
             .iter()
             .filter(|r| &r.dataset == dataset)
-            .map(|r| (super::data::identical_temp(&r.temp_set).unwrap(), *r))
+            .map(|r| (r.temp_set.identical().unwrap(), *r))
             .collect();
         if !cells.is_empty() {
-            if !vs_sd.has_baseline(dataset) && cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
+            if !vs_sd.has_baseline(*dataset) && cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
                 skipped.push(Skip::new(
                     &format!("fig3-{dataset}"),
                     format!("no SD baseline for {dataset} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
@@ -213,7 +214,7 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
             .iter()
             .filter(|r| &r.dataset == dataset)
             .map(|r| {
-                let (t1, t2) = super::data::pair_temps(&r.temp_set).unwrap();
+                let (t1, t2) = r.temp_set.pair().unwrap();
                 (t1, t2, *r)
             })
             .collect();

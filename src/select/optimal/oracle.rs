@@ -23,6 +23,57 @@ use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab}
 use super::global::{GlobalResolution, GrSettings};
 use super::window::WindowRule;
 use super::{SetMasses, input_set, pstar_flow};
+use super::super::look::{Look, Marker, palette};
+use super::super::registry::{Entry, Param, ParamKind};
+use super::global::{DEFAULT_SET_BUDGET, DEFAULT_TOLERANCE};
+
+pub const ENTRY: Entry = Entry {
+    id: "optimal",
+    aliases: &[],
+    summary: "sampler attaining P*: max-coordinate windows (exact, default), Global Resolution, or the max-flow oracle for non-identical drafts; counted exact fallbacks",
+    params: &[
+        Param {
+            name: "sets",
+            kind: ParamKind::Whole {
+                default: DEFAULT_SET_BUDGET,
+                min: 1,
+            },
+            help: "input sets per Luce program; tokens beyond it share a tail item",
+        },
+        Param {
+            name: "tol",
+            kind: ParamKind::Real {
+                default: Some(DEFAULT_TOLERANCE),
+                derived: "",
+                above: 0.0,
+                inclusive: false,
+            },
+            help: "L1 gradient target and the acceptance gap to P* that counts as optimal",
+        },
+        Param {
+            name: "mode",
+            kind: ParamKind::Choice(&["window", "luce", "paper"]),
+            help: "window (max-coordinate windows: P* at every node, exact), luce (Global Resolution exact mode; groups tokens above the set budget and gives acceptance away) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
+        },
+    ],
+    acceptance: "P*",
+    look: Look::new(palette::BLACK, Marker::Diamond),
+    variant_looks: &[],
+    in_bench_defaults: false,
+    build: |args| {
+        let mode = match args.choice("mode")? {
+            "luce" => OptimalMode::Luce,
+            "paper" => OptimalMode::Paper,
+            _ => OptimalMode::Window,
+        };
+        let settings = GrSettings {
+            tolerance: args.real("tol")?.unwrap_or(DEFAULT_TOLERANCE),
+            set_budget: args.whole("sets")?,
+            ..GrSettings::default()
+        };
+        Ok(Box::new(Optimal { settings, mode }))
+    },
+};
 
 /// How identical drafts are served.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,10 +1,21 @@
-//! Command-line definitions (clap derive) and nothing else.
+//! The command line: clap definitions here, what each command does in
+//! `execute` (conversions from flags to the library's options, printing),
+//! `specbench run` in `run`, printing in `output`.
 
 use std::path::PathBuf;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand};
 
-use crate::experiment::config::parse_temp_pair;
+mod execute;
+mod output;
+mod run;
+
+pub use execute::execute;
+
+use crate::experiment::config::Overrides;
+use crate::data::Dataset;
+use crate::model::device::{DeviceChoice, Precision};
 use crate::experiment::plan::parse_shard;
 
 #[derive(Debug, Parser)]
@@ -104,8 +115,8 @@ pub enum DataCommand {
 pub struct DataShowArgs {
     /// xsum, dolly or wmt18.
     #[arg(long)]
-    pub dataset: String,
-    /// A JSONL or parquet file, a folder laid out like ../shared/data, or a
+    pub dataset: Dataset,
+    /// A JSONL or parquet file, a folder of them (data/samples), or a
     /// folder laid out like the dataset's Hugging Face repo. Without it (and
     /// without --embedded): the dataset on the Hugging Face hub.
     #[arg(long, conflicts_with = "embedded")]
@@ -147,10 +158,10 @@ pub struct InspectLogitsArgs {
     pub revision: Option<String>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
-    pub device: String,
+    pub device: DeviceChoice,
     /// f32, f16 or bf16.
     #[arg(long, default_value = "f32")]
-    pub dtype: String,
+    pub dtype: Precision,
     /// Most likely next tokens to list (table output).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -182,79 +193,9 @@ pub struct RunArgs {
     /// Also write per-round records (JSON lines) to this file.
     #[arg(long)]
     pub rounds_jsonl: Option<PathBuf>,
-    /// Schemes (comma-separated, `name:key=value` for parameters).
-    #[arg(long, value_delimiter = ',')]
-    pub schemes: Option<Vec<String>>,
-    /// Numbers of drafts K (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub drafts: Option<Vec<usize>>,
-    /// Tokens per draft per round (L).
-    #[arg(long)]
-    pub draft_len: Option<usize>,
-    /// Identical-draft temperatures (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub draft_temps: Option<Vec<f64>>,
-    /// Non-identical draft temperature pairs, K = 2 (e.g. 1.2:1.6,1.2:2.0).
-    #[arg(long, value_delimiter = ',', value_parser = parse_temp_pair)]
-    pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
-    #[arg(long)]
-    pub target_temp: Option<f64>,
-    #[arg(long)]
-    pub top_p: Option<f64>,
-    /// Top-k for both models (0: off).
-    #[arg(long)]
-    pub top_k: Option<usize>,
-    /// Datasets (comma-separated: xsum, dolly, wmt18).
-    #[arg(long, value_delimiter = ',')]
-    pub datasets: Option<Vec<String>>,
-    /// Prompts per dataset.
-    #[arg(long)]
-    pub prompts: Option<usize>,
-    /// Read prompts from local files (data.source = local): a JSONL or
-    /// parquet file, a folder like ../shared/data, or a hub-layout folder.
-    #[arg(long)]
-    pub dataset_file: Option<String>,
-    #[arg(long)]
-    pub max_new_tokens: Option<usize>,
-    /// Seeds (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub seeds: Option<Vec<u64>>,
-    /// cpu, cuda, cuda:N or auto.
-    #[arg(long)]
-    pub device: Option<String>,
-    /// Target model: a Hugging Face id (facebook/opt-13b), a local directory, or
-    /// random:opt-<size>[@seed] (that OPT shape with random weights, for timing).
-    #[arg(long)]
-    pub target: Option<String>,
-    /// Draft model: a Hugging Face id (facebook/opt-125m), a local directory, or
-    /// random:opt-<size>[@seed].
-    #[arg(long)]
-    pub draft: Option<String>,
-    /// Hub revision (branch, tag or commit) of both models.
-    #[arg(long, conflicts_with_all = ["target_revision", "draft_revision"])]
-    pub revision: Option<String>,
-    /// Hub revision of the target alone (a commit of one repo means nothing in the other).
-    #[arg(long)]
-    pub target_revision: Option<String>,
-    /// Hub revision of the draft alone.
-    #[arg(long)]
-    pub draft_revision: Option<String>,
-    /// Cut prompts longer than this many tokens from the left (DATA.md §3).
-    #[arg(long)]
-    pub max_prompt_tokens: Option<usize>,
-    /// Draw a seeded sample of each dataset's rows instead of the first ones.
-    #[arg(long)]
-    pub sample_seed: Option<u64>,
-    /// Weight precision of real models: f32, f16 or bf16.
-    #[arg(long)]
-    pub dtype: Option<String>,
-    /// CPU threads for every compute pool (rayon, candle, gemm); default:
-    /// all cores. Recorded in the manifest.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Experiment name (the results/<name> directory).
-    #[arg(long)]
-    pub name: Option<String>,
+    /// Overrides of the config's fields.
+    #[command(flatten)]
+    pub overrides: Overrides,
 }
 
 #[derive(Debug, Args)]
@@ -277,10 +218,10 @@ pub struct CompareArgs {
     #[arg(long, default_value = "block_efficiency,token_rate")]
     pub metrics: String,
     /// A drop smaller than this percentage of BASE is never a regression.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = non_negative)]
     pub max_drop: f64,
     /// A drop must also be more than Z standard errors to count.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, value_parser = non_negative)]
     pub z: f64,
     /// Print JSON instead of tables.
     #[arg(long)]
@@ -365,32 +306,32 @@ pub struct BenchModelArgs {
     #[arg(long, value_delimiter = ',', default_value = "125m")]
     pub sizes: Vec<String>,
     /// Batch sizes (rows), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = at_least_one())]
     pub batches: Vec<usize>,
     /// Prompt tokens per row.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = at_least_one())]
     pub prompt: usize,
     /// Decode steps timed after the prompt.
     #[arg(long, default_value_t = 32)]
     pub steps: usize,
     /// Verification rows K.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = at_least_one())]
     pub drafts: usize,
     /// Draft length L (the verification call feeds L + 1 tokens per row).
     #[arg(long, default_value_t = 5)]
     pub draft_len: usize,
     /// Timed repetitions of prefill and verification.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
     pub repeats: usize,
     /// Also time a whole speculative round with a draft of this OPT size.
     #[arg(long)]
     pub draft_size: Option<String>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
-    pub device: String,
+    pub device: DeviceChoice,
     /// f32, f16 or bf16.
     #[arg(long, default_value = "f32")]
-    pub dtype: String,
+    pub dtype: Precision,
     /// CPU threads for every compute pool (rayon, candle, gemm); default:
     /// all cores.
     #[arg(long)]
@@ -405,20 +346,20 @@ pub struct BenchModelArgs {
 #[derive(Debug, Args)]
 pub struct BenchOptimalArgs {
     /// Vocabulary sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "50272,128256")]
+    #[arg(long, value_delimiter = ',', default_value = "50272,128256", value_parser = at_least_two())]
     pub vocabs: Vec<usize>,
     /// Numbers of drafts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_two())]
     pub drafts: Vec<usize>,
     /// Truncations of both models: `p0.95` (top-p), `p1` (none), or a
     /// top-k like `k10` (a bare `10` is top-k too).
     #[arg(long, value_delimiter = ',', default_value = "p0.95,k10,k100,k1000")]
     pub truncations: Vec<String>,
     /// Random nodes per cell.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 40, value_parser = at_least_one())]
     pub nodes: usize,
     /// Input sets per Luce program (the `optimal:sets=` parameter).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one())]
     pub sets: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -429,26 +370,24 @@ pub struct BenchOptimalArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchSelectArgs {
-    /// Comma-separated schemes.
-    #[arg(
-        long,
-        default_value = "single,specinfer,spectr,rsd,is,greedy,is_ratio,is_priority,nss,sd_first"
-    )]
-    pub schemes: String,
+    /// Comma-separated schemes (default: the registry's bench set, every
+    /// scheme whose entry says `in_bench_defaults`).
+    #[arg(long)]
+    pub schemes: Option<String>,
     /// Numbers of drafts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_one())]
     pub drafts: Vec<usize>,
-    #[arg(long, default_value_t = 50272)]
+    #[arg(long, default_value_t = 50272, value_parser = at_least_two())]
     pub vocab: usize,
     /// Truncations of both models, each a block of rows: `p0.95` (top-p),
     /// `p1` (none: the whole vocabulary), or a top-k like `k100`.
     #[arg(long, value_delimiter = ',', default_value = "p0.95")]
     pub truncations: Vec<String>,
     /// Random nodes per (truncation, K).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = at_least_one())]
     pub nodes: usize,
     /// Tokens timed per node.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = at_least_one())]
     pub tokens: usize,
     /// Draft temperature (the target runs at 1.0; both use the truncation).
     #[arg(long, default_value_t = 1.2)]
@@ -458,4 +397,22 @@ pub struct BenchSelectArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A whole number of at least 1 (clap rejects 0 with the flag's name).
+fn at_least_one() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(1..)
+}
+
+/// A whole number of at least 2.
+fn at_least_two() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(2..)
+}
+
+/// A number of at least 0 (percentages, z scores).
+fn non_negative(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v >= 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a number >= 0")),
+    }
 }
