@@ -1,12 +1,25 @@
 //! specbench: exact multi-draft speculative sampling schemes, side by side.
 //!
-//! * [`dist`]: logits → processed f64 distributions, sampling.
-//! * [`select`]: token-level selection schemes (pure math, no models).
-//! * [`theory`]: exact acceptance computations.
-//! * [`verify`]: exactness (enumeration) and sampling (G-test) checks.
-//! * [`bench`]: per-token timing of the schemes.
-//! * [`quality`]: ROUGE-L and BLEU of generated text, as the field's Python packages score it.
-//! * [`threads`]: the thread count every CPU pool uses, set once at start.
+//! Every module, by floor (a module uses its own floor or below; `tests`'
+//! layering check holds it, and docs/layout.md draws it):
+//!
+//! 1. [`dist`]: logits → processed f64 distributions, sampling;
+//!    [`rng`]: the seeded stream of uniforms; [`quality`]: ROUGE-L and BLEU
+//!    as the field's Python packages score them; [`threads`]: the thread
+//!    count every CPU pool uses, set once at start; [`hub`]: the Hugging
+//!    Face hub client (commit-pinned, verified downloads, offline mode).
+//! 2. [`model`]: language models behind the `CausalLm` trait;
+//!    [`select`]: the token-level selection schemes and their registry
+//!    (pure math, no models).
+//! 3. [`data`]: datasets, prompt templates, readers; [`decode`]: one
+//!    speculative round and whole generations; [`theory`]: exact acceptance
+//!    computations and Figure 2; [`inspect`]: `inspect logits`.
+//! 4. [`verify`]: exactness (enumeration) and sampling (G-test) checks.
+//! 5. [`experiment`]: configs, the plan of cells, the sweep and the files it
+//!    writes; [`bench`]: timing of schemes, models and the optimum.
+//! 6. [`report`]: reading runs back: summary and paper tables, figures,
+//!    `compare`.
+//! 7. [`cli`]: the command line: clap definitions and what each command does.
 
 /// Serde through `Display` and `FromStr`: a choice type (a dataset, a
 /// device, a cell kind) reads and writes exactly the text that configs,

@@ -19,7 +19,19 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match execute(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A bad flag or value is one line, like every other error: clap's
+        // first line names the flag and the fix; its usage hint is dropped.
+        Err(error) if error.use_stderr() => {
+            let text = error.render().to_string();
+            eprintln!("{}", text.lines().next().unwrap_or("error: bad arguments"));
+            return ExitCode::from(2);
+        }
+        // --help and --version.
+        Err(display) => display.exit(),
+    };
+    match execute(cli) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");

@@ -24,7 +24,11 @@ fn scratch(name: &str) -> PathBuf {
 fn small_config(scheme: &str) -> Config {
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 4096;
-    config.data.datasets = vec![specbench::data::Dataset::Xsum, specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
+    config.data.datasets = vec![
+        specbench::data::Dataset::Xsum,
+        specbench::data::Dataset::Dolly,
+        specbench::data::Dataset::Wmt18,
+    ];
     config.data.prompts = 6;
     config.decode.max_new_tokens = 48;
     config.sweep.schemes = vec![scheme.parse().unwrap()];

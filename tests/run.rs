@@ -23,10 +23,17 @@ fn scratch(name: &str) -> PathBuf {
 fn small_config() -> Config {
     let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
     config.models.synthetic.vocab = 4096;
-    config.data.datasets = vec![specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
+    config.data.datasets = vec![
+        specbench::data::Dataset::Dolly,
+        specbench::data::Dataset::Wmt18,
+    ];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 12;
-    config.sweep.schemes = vec!["specinfer".parse().unwrap(), "is".parse().unwrap(), "spectr".parse().unwrap()];
+    config.sweep.schemes = vec![
+        "specinfer".parse().unwrap(),
+        "is".parse().unwrap(),
+        "spectr".parse().unwrap(),
+    ];
     config.sweep.draft_temps = vec![1.2, 2.0];
     config.sweep.seeds = vec![1];
     config
@@ -543,7 +550,11 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
     let mut config = Config::from_toml(&text, "tiny").unwrap();
     config.sweep.schemes = vec!["specinfer".parse().unwrap()];
     config.sweep.draft_temps = vec![1.2];
-    config.data.datasets = vec![specbench::data::Dataset::Xsum, specbench::data::Dataset::Dolly, specbench::data::Dataset::Wmt18];
+    config.data.datasets = vec![
+        specbench::data::Dataset::Xsum,
+        specbench::data::Dataset::Dolly,
+        specbench::data::Dataset::Wmt18,
+    ];
     config.data.prompts = 2;
     config.decode.max_new_tokens = 24;
     let out = scratch("tiny-text");

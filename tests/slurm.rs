@@ -55,7 +55,7 @@ fn array_tasks_numbered_from_zero_run_every_shard_once() {
     let temps = |rows: &[specbench::experiment::metrics::CellRow]| {
         rows.iter()
             .filter(|r| r.kind != specbench::experiment::cell::CellKind::Target)
-            .map(|r| r.temp_set.clone())
+            .map(|r| r.temp_set)
             .collect::<std::collections::BTreeSet<_>>()
     };
     assert!(temps(&one).is_disjoint(&temps(&two)));

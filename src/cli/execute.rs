@@ -255,7 +255,10 @@ fn inspect_logits(args: InspectLogitsArgs) -> Result<(), String> {
     let next = next_token(&request).map_err(line)?;
     if args.json {
         // One line: the full vocabulary's log-probabilities.
-        println!("{}", serde_json::to_string(&next).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string(&next).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
     print!("{}", next_token_table(&next));

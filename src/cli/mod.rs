@@ -13,10 +13,10 @@ mod run;
 
 pub use execute::execute;
 
-use crate::experiment::config::Overrides;
 use crate::data::Dataset;
-use crate::model::device::{DeviceChoice, Precision};
+use crate::experiment::config::Overrides;
 use crate::experiment::plan::parse_shard;
+use crate::model::device::{DeviceChoice, Precision};
 
 #[derive(Debug, Parser)]
 #[command(

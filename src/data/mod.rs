@@ -100,7 +100,6 @@ impl Dataset {
         }
     }
 
-
     /// The embedded sample prompts (`data/*.jsonl`, written for this project).
     fn embedded(self) -> &'static str {
         match self {

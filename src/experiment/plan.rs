@@ -71,7 +71,13 @@ impl Plan {
         };
         let sets: Vec<TempSet> = (config.sweep.draft_temps.iter())
             .map(|&t| TempSet::Identical(t))
-            .chain(config.sweep.draft_temp_pairs.iter().map(|&p| TempSet::Pair(p)))
+            .chain(
+                config
+                    .sweep
+                    .draft_temp_pairs
+                    .iter()
+                    .map(|&p| TempSet::Pair(p)),
+            )
             .collect();
         for (d, &dataset) in config.data.datasets.iter().enumerate() {
             for &seed in &config.sweep.seeds {

@@ -91,4 +91,3 @@ pub fn summary(prompts: &[Prompts]) -> serde_json::Value {
             .collect::<Vec<_>>()
     )
 }
-

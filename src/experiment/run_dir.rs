@@ -59,7 +59,11 @@ impl RunDir {
 
     /// The manifest left by earlier runs must name the same config and
     /// shard: a resumed directory holds the cells of one experiment.
-    fn check_same_settings(&mut self, config: &Config, shard: Option<(usize, usize)>) -> Result<()> {
+    fn check_same_settings(
+        &mut self,
+        config: &Config,
+        shard: Option<(usize, usize)>,
+    ) -> Result<()> {
         let manifest_path = self.manifest_path();
         let Ok(text) = std::fs::read_to_string(&manifest_path) else {
             return Ok(());

@@ -115,7 +115,11 @@ impl Sweep {
         Ok(Self {
             cells_out: CellsWriter::open(&dir.cells_path())?,
             generations_out: GenerationsWriter::open(&dir.generations_path())?,
-            rounds_out: options.rounds_jsonl.as_deref().map(JsonlWriter::open).transpose()?,
+            rounds_out: options
+                .rounds_jsonl
+                .as_deref()
+                .map(JsonlWriter::open)
+                .transpose()?,
             sd_rows: (rows.iter())
                 .filter(|r| r.kind == CellKind::Sd)
                 .map(|r| (r.group_key(), r.clone()))

@@ -4,10 +4,10 @@
 
 use anyhow::{Result, bail};
 
+use super::device::DeviceChoice;
 use super::synthetic::{self, SyntheticLm};
 use super::tokenize::WordHashTokenizer;
 use super::{CausalLm, HistoryLm, ModelPair, ModelSpec, PairSpec, Tokenizer};
-use super::device::DeviceChoice;
 use super::{aligned, checkpoint, random};
 
 /// Loads the pair a spec names: `synthetic` (the embedded family, with

@@ -217,7 +217,11 @@ fn setup_differences(results: &Results) -> Vec<String> {
 pub fn build_report(results: &Results) -> Report {
     let differences = setup_differences(results);
     let differs = !differences.is_empty();
-    let schemes: Vec<&CellRow> = results.rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
+    let schemes: Vec<&CellRow> = results
+        .rows
+        .iter()
+        .filter(|r| r.kind == CellKind::Scheme)
+        .collect();
     let mut report = Report {
         tables: Vec::new(),
         skipped: Vec::new(),
@@ -279,7 +283,7 @@ fn panels<'a>(rows: &[&'a CellRow]) -> Vec<Panel<'a>> {
                     .collect();
                 panels.push(Panel {
                     sampling: sampling.clone(),
-                    dataset: dataset.clone(),
+                    dataset,
                     temp,
                     cells,
                 });

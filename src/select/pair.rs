@@ -260,11 +260,6 @@ impl AlphabetRule {
         self.alphabet_intermediate[r]
     }
 
-    /// `q1(Ω₀)` and `q2(Ω₀)`.
-    pub fn outside_masses(&self) -> (f64, f64) {
-        (self.q1_outside, self.q2_outside)
-    }
-
     /// `Pr[select X_1]` when `X_1 = x_1`, `X_2 = x_2` and `Ω₀` is weighted by `c`.
     pub fn outside_first(&self) -> f64 {
         self.outside_first

@@ -400,11 +400,6 @@ impl RankHistogram {
     }
 }
 
-/// `H[R]` in nats.
-pub fn rank_entropy(law: &[f64]) -> f64 {
-    law.iter().filter(|&&x| x > 0.0).map(|&x| -x * x.ln()).sum()
-}
-
 /// ERSD as a registered scheme. Its randomness is shared with the drafter,
 /// so it has no per-node rule on fresh coins: the decode engine runs it as a
 /// race ([`crate::decode::race`]) and `verify` checks it with the race tests

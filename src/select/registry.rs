@@ -105,11 +105,18 @@ impl Args<'_> {
 
     /// The last value given for `key` (later ones override earlier ones).
     fn raw(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
 
     fn invalid<T>(&self, key: &str, value: &str, must: String) -> Result<T, SchemeError> {
-        fail(format!("{}:{key}={value}: {key} must be {must}", self.entry.id))
+        fail(format!(
+            "{}:{key}={value}: {key} must be {must}",
+            self.entry.id
+        ))
     }
 
     /// A [`ParamKind::Whole`] parameter.

@@ -97,19 +97,6 @@ pub fn seeds_note(seeds: usize) -> String {
     }
 }
 
-/// The most common K among rows (ties: the larger).
-pub fn main_k(rows: &[&CellRow]) -> usize {
-    let mut counts: HashMap<usize, usize> = HashMap::new();
-    for row in rows {
-        *counts.entry(row.k).or_default() += 1;
-    }
-    counts
-        .into_iter()
-        .max_by_key(|(k, n)| (*n, *k))
-        .map(|(k, _)| k)
-        .unwrap_or(0)
-}
-
 /// Cells of one figure: a figure per K when multi-draft schemes ran at
 /// several K (single-draft cells, K = 1, appear in each as reference), or
 /// one figure for all.

@@ -154,7 +154,7 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
     let vs_sd = VsSd::new(rows);
     let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     let mut figures = Vec::new();
-    let datasets = in_order(schemes.iter().map(|r| r.dataset.clone()));
+    let datasets = in_order(schemes.iter().map(|r| r.dataset));
     let identical: Vec<&CellRow> = schemes
         .iter()
         .copied()

@@ -116,17 +116,6 @@ impl LuceProgram {
         inflow
     }
 
-    /// Probability that the rule (with reject weight `reject`) picks `item`
-    /// in set `s`; 0 when the item is not in the set.
-    pub fn choice_probability(&self, s: usize, item: usize, reject: f64) -> f64 {
-        let set = self.family.set(s);
-        if !set.contains(&(item as u16)) {
-            return 0.0;
-        }
-        let total: f64 = reject + set.iter().map(|&j| self.gamma[j as usize]).sum::<f64>();
-        self.gamma[item] / total
-    }
-
     /// `F(α)` up to a constant, for the line search.
     fn objective(&self, alpha: &[f64], gamma: &[f64]) -> f64 {
         let mut value = 0.0;

@@ -9,9 +9,11 @@
 //! * [`lp::pstar_lp`]: the full optimal-transport LP, an independent oracle.
 
 pub mod global;
+mod items;
 pub mod lp;
 pub mod luce;
 pub mod oracle;
+pub mod prefix;
 pub mod ratio_sort;
 pub mod window;
 
@@ -37,9 +39,9 @@ pub struct PStar {
 /// `P*` for K i.i.d. drafts from `q`, by the sorted prefix (`SCHEMES.md` h):
 /// tokens with `q > 0` in ascending `p/q` (p = 0 first, ties by id); the
 /// best prefix minimises `p(S) + 1 − q(S)^K` because `s ↦ s^K` is convex.
-/// The scan is [`global::h_star`], which Global Resolution shares.
+/// The scan is [`prefix::h_star`], which Global Resolution shares.
 pub fn pstar_iid(p: &Dist, q: &Dist, k: usize) -> PStar {
-    let (order, best_len, value) = global::h_star(p, q, k);
+    let (order, best_len, value) = prefix::h_star(p, q, k);
     let mut set = order[..best_len].to_vec();
     // The order starts with the `p = 0` tokens in id order: a stable
     // (run-adaptive) sort merges that run with the sorted rest in O(n).
@@ -49,7 +51,7 @@ pub fn pstar_iid(p: &Dist, q: &Dist, k: usize) -> PStar {
 
 /// [`pstar_iid`]'s value without the set: what runs log at every node.
 pub fn pstar_iid_value(p: &Dist, q: &Dist, k: usize) -> f64 {
-    global::h_star_value(p, q, k)
+    prefix::h_star_value(p, q, k)
 }
 
 /// `P*` for any drafts: the i.i.d. prefix rule when identical, else the

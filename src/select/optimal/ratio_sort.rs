@@ -1,5 +1,5 @@
 //! Sorting a node's tokens into ascending `p/q`, the order every `P*`
-//! computation scans ([`super::global::h_star`]). Runs log `P*` at every
+//! computation scans ([`super::prefix::h_star`]). Runs log `P*` at every
 //! node, and without truncation a node has the whole vocabulary (50 272
 //! tokens for OPT): a comparison sort there took ~2.4 ms per node, more
 //! than any scheme's selection. This one gives the same order in a fraction

@@ -1,0 +1,279 @@
+//! Probability vectors over a vocabulary: logits → f64 probabilities
+//! (temperature, softmax, top-k, top-p), total variation, categorical sampling.
+//!
+//! Numerical rules are those of `SCHEMES.md` §0: f64 everywhere, truncated
+//! tokens are exactly `0.0`, sampling never returns a zero-weight token.
+
+use std::fmt;
+
+mod processing;
+
+pub use processing::Processing;
+
+/// Sums of user-supplied distributions must be 1 within this tolerance.
+pub const SUM_TOLERANCE: f64 = 1e-9;
+
+/// A processed next-token distribution.
+///
+/// `probs` is dense over the whole vocabulary; `support` lists, in ascending
+/// order, the ids with positive mass. Schemes iterate the support, so their
+/// cost follows the number of live tokens (tens to thousands after top-p)
+/// rather than the vocabulary (50272 for OPT).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dist {
+    probs: Vec<f64>,
+    support: Vec<u32>,
+    /// `Σ probs` over the support in id order (1 up to rounding), kept so
+    /// that a scheme needing the exact total (the IS tournament's `Ω₀`
+    /// masses) need not walk a support of thousands of scattered ids.
+    mass: f64,
+}
+
+/// Why a vector is not a probability distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DistError {
+    Empty,
+    NotFinite { index: usize },
+    Negative { index: usize, value: f64 },
+    Sum { sum: f64 },
+}
+
+impl fmt::Display for DistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DistError::Empty => write!(
+                f,
+                "the distribution is empty: give at least one probability"
+            ),
+            DistError::NotFinite { index } => {
+                write!(
+                    f,
+                    "entry {index} is not a finite number: give finite probabilities"
+                )
+            }
+            DistError::Negative { index, value } => {
+                write!(
+                    f,
+                    "entry {index} is negative ({value}): probabilities must be >= 0"
+                )
+            }
+            DistError::Sum { sum } => write!(
+                f,
+                "the probabilities sum to {sum}, not 1 (tolerance {SUM_TOLERANCE:e}): normalise them"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DistError {}
+
+impl Dist {
+    /// Validates a user-supplied vector: finite, nonnegative, sum 1 within
+    /// [`SUM_TOLERANCE`]. The values are kept as given (not renormalised).
+    pub fn new(probs: Vec<f64>) -> Result<Self, DistError> {
+        if probs.is_empty() {
+            return Err(DistError::Empty);
+        }
+        for (index, &value) in probs.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(DistError::NotFinite { index });
+            }
+            if value < 0.0 {
+                return Err(DistError::Negative { index, value });
+            }
+        }
+        let sum: f64 = probs.iter().sum();
+        if (sum - 1.0).abs() > SUM_TOLERANCE {
+            return Err(DistError::Sum { sum });
+        }
+        Ok(Self::from_trusted(probs))
+    }
+
+    /// Wraps a vector the caller has already made a distribution
+    /// (nonnegative, finite, summing to 1 up to rounding).
+    pub fn from_trusted(probs: Vec<f64>) -> Self {
+        let support: Vec<u32> = probs
+            .iter()
+            .enumerate()
+            .filter(|&(_, &p)| p > 0.0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        Self::with_support(probs, support)
+    }
+
+    /// `probs` with its support (ascending ids of the positive entries).
+    pub(super) fn with_support(probs: Vec<f64>, support: Vec<u32>) -> Self {
+        let mass = support.iter().map(|&i| probs[i as usize]).sum();
+        Self {
+            probs,
+            support,
+            mass,
+        }
+    }
+
+    /// Dense probabilities over the whole vocabulary.
+    pub fn probs(&self) -> &[f64] {
+        &self.probs
+    }
+
+    /// Ids with positive mass, ascending.
+    pub fn support(&self) -> &[u32] {
+        &self.support
+    }
+
+    /// `Σ_x p(x)` summed over the support in id order: the total the
+    /// schemes' own sums would give (1 up to rounding).
+    pub fn mass(&self) -> f64 {
+        self.mass
+    }
+
+    /// Vocabulary size.
+    pub fn vocab(&self) -> usize {
+        self.probs.len()
+    }
+
+    /// Probability of one token.
+    #[inline]
+    pub fn get(&self, token: u32) -> f64 {
+        self.probs[token as usize]
+    }
+
+    /// Draws one token: `u` is a uniform in [0, 1).
+    pub fn sample(&self, u: f64) -> u32 {
+        let i = sample_with(
+            self.support.len(),
+            |i| self.probs[self.support[i] as usize],
+            u,
+        )
+        .expect("a Dist always has positive mass");
+        self.support[i]
+    }
+}
+
+/// `TV(p, q) = Σ_y (p_y − q_y)_+`, summed over the support of `p`.
+pub fn total_variation(p: &Dist, q: &Dist) -> f64 {
+    p.support()
+        .iter()
+        .map(|&y| (p.get(y) - q.get(y)).max(0.0))
+        .sum()
+}
+
+/// Categorical sampling from unnormalised weights `w(0..n)` (`SCHEMES.md` §0.3).
+///
+/// `t = u · Σw`; returns the first index whose running sum exceeds `t`,
+/// skipping zero weights; if rounding leaves `t` at or above the final sum,
+/// the last positive index. `None` when every weight is zero. The weights are
+/// evaluated twice (sum, then scan), so the closure must be deterministic.
+#[inline]
+pub fn sample_with(n: usize, weight: impl Fn(usize) -> f64, u: f64) -> Option<usize> {
+    let total: f64 = (0..n).map(|i| weight(i).max(0.0)).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let t = u * total;
+    let mut running = 0.0;
+    let mut last = None;
+    for i in 0..n {
+        let w = weight(i);
+        if w > 0.0 {
+            running += w;
+            last = Some(i);
+            if running > t {
+                return last;
+            }
+        }
+    }
+    last
+}
+
+/// [`sample_with`] over a slice.
+pub fn sample_index(weights: &[f64], u: f64) -> Option<usize> {
+    sample_with(weights.len(), |i| weights[i], u)
+}
+
+/// Repeated draws from one distribution in O(log n): cumulative sums over
+/// the support and a binary search. Used to draft inputs in tests and benches.
+#[derive(Clone, Debug)]
+pub struct CdfSampler {
+    ids: Vec<u32>,
+    cumulative: Vec<f64>,
+}
+
+impl CdfSampler {
+    pub fn new(dist: &Dist) -> Self {
+        let mut running = 0.0;
+        let cumulative = dist
+            .support()
+            .iter()
+            .map(|&id| {
+                running += dist.get(id);
+                running
+            })
+            .collect();
+        Self {
+            ids: dist.support().to_vec(),
+            cumulative,
+        }
+    }
+
+    /// One draw; `u` uniform in [0, 1).
+    #[inline]
+    pub fn sample(&self, u: f64) -> u32 {
+        let total = *self.cumulative.last().expect("nonempty support");
+        let t = u * total;
+        let i = self.cumulative.partition_point(|&c| c <= t);
+        self.ids[i.min(self.ids.len() - 1)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn new_rejects_what_is_not_a_distribution() {
+        assert_eq!(Dist::new(vec![]), Err(DistError::Empty));
+        assert!(matches!(
+            Dist::new(vec![0.5, f64::NAN]),
+            Err(DistError::NotFinite { index: 1 })
+        ));
+        assert!(matches!(
+            Dist::new(vec![1.5, -0.5]),
+            Err(DistError::Negative { index: 1, .. })
+        ));
+        assert!(matches!(
+            Dist::new(vec![0.5, 0.4]),
+            Err(DistError::Sum { .. })
+        ));
+        let d = Dist::new(vec![0.5, 0.0, 0.5]).unwrap();
+        assert_eq!(d.support(), &[0, 2]);
+    }
+
+    #[test]
+    fn sampling_follows_the_running_sum_rule_and_never_returns_zero_weight() {
+        let w = [0.0, 1.0, 0.0, 3.0, 0.0];
+        assert_eq!(sample_index(&w, 0.0), Some(1));
+        assert_eq!(sample_index(&w, 0.2499), Some(1));
+        assert_eq!(sample_index(&w, 0.25), Some(3));
+        assert_eq!(sample_index(&w, 0.999_999_999_999), Some(3));
+        assert_eq!(sample_index(&[0.0, 0.0], 0.5), None);
+        // t at or above the final running sum falls back to the last positive weight.
+        assert_eq!(sample_with(3, |i| [0.1, 0.2, 0.0][i], 1.0), Some(1));
+    }
+
+    #[test]
+    fn cdf_sampler_matches_categorical_sampling() {
+        let d = Dist::new(vec![0.1, 0.0, 0.6, 0.3]).unwrap();
+        let s = CdfSampler::new(&d);
+        for k in 0..1000 {
+            let u = k as f64 / 1000.0;
+            assert_eq!(s.sample(u), d.sample(u), "u = {u}");
+        }
+    }
+
+    #[test]
+    fn total_variation_of_the_seven_token_example_is_a_quarter() {
+        let p = Dist::new(vec![0.35, 0.25, 0.15, 0.10, 0.08, 0.05, 0.02]).unwrap();
+        let q = Dist::new(vec![0.20, 0.30, 0.05, 0.15, 0.10, 0.15, 0.05]).unwrap();
+        assert!((total_variation(&p, &q) - 0.25).abs() < 1e-15);
+    }
+}
