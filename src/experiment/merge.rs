@@ -43,14 +43,34 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
             out_cells.display()
         );
     }
-    let mut config: Option<(PathBuf, serde_json::Value)> = None;
-    let mut rows: Vec<CellRow> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut duplicates = 0;
-    let mut sources = Vec::new();
-    let mut generations: Vec<GenerationLine> = Vec::new();
-    let mut with_generations = 0;
+    let mut merged = Merged::default();
     for input in inputs {
+        merged.add(input)?;
+    }
+    merged.write(out_dir)?;
+    Ok(MergeReport {
+        out_dir: out_dir.to_path_buf(),
+        rows: merged.rows,
+        duplicates: merged.duplicates,
+    })
+}
+
+/// The inputs read so far: each cell's first row, its generation lines,
+/// and where everything came from.
+#[derive(Default)]
+struct Merged {
+    /// The first manifest's path and config: every other must match it.
+    config: Option<(PathBuf, serde_json::Value)>,
+    rows: Vec<CellRow>,
+    seen: HashSet<String>,
+    duplicates: usize,
+    sources: Vec<serde_json::Value>,
+    generations: Vec<GenerationLine>,
+    inputs_with_generations: usize,
+}
+
+impl Merged {
+    fn add(&mut self, input: &Path) -> Result<()> {
         let path = cells_path(input);
         if !path.exists() {
             bail!(
@@ -58,71 +78,78 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
                 path.display()
             );
         }
-        let manifest_path = path.with_file_name(MANIFEST_FILE);
-        if let Ok(text) = std::fs::read_to_string(&manifest_path) {
-            let manifest: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
-            match &config {
-                None => config = Some((manifest_path.clone(), manifest["config"].clone())),
-                Some((first, value)) => {
-                    let differences = json_differences(value, &manifest["config"], "");
-                    if !differences.is_empty() {
-                        bail!(
-                            "{} and {} come from different configs ({}): merge only shards of one experiment",
-                            first.display(),
-                            manifest_path.display(),
-                            differences.join(", ")
-                        );
-                    }
-                }
-            }
-            sources.push(json!({"cells": path.display().to_string(), "manifest": manifest}));
-        } else {
-            sources.push(json!({"cells": path.display().to_string(), "manifest": null}));
-        }
+        let manifest = self.check_manifest(&path.with_file_name(MANIFEST_FILE))?;
+        self.sources
+            .push(json!({"cells": path.display().to_string(), "manifest": manifest}));
         let mut taken = HashSet::new();
         for row in read_rows(&path, false)? {
-            if seen.insert(row.cell_id.clone()) {
+            if self.seen.insert(row.cell_id.clone()) {
                 taken.insert(row.cell_id.clone());
-                rows.push(row);
+                self.rows.push(row);
             } else {
-                duplicates += 1;
+                self.duplicates += 1;
             }
         }
         // The generations of the cells this input contributed (a cell's
         // lines come from the same input as its row).
         let generations_path = path.with_file_name(GENERATIONS_FILE);
         if generations_path.is_file() {
-            with_generations += 1;
-            generations.extend(keep_cells(read_lines(&generations_path)?, &taken));
+            self.inputs_with_generations += 1;
+            (self.generations).extend(keep_cells(read_lines(&generations_path)?, &taken));
         }
+        Ok(())
     }
-    std::fs::create_dir_all(out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let mut writer = CellsWriter::open(&out_cells)?;
-    for row in &rows {
-        writer.append(row)?;
+
+    /// The input's manifest (null when it has none), whose config must be
+    /// the first input's: merged cells come from one experiment.
+    fn check_manifest(&mut self, manifest_path: &Path) -> Result<serde_json::Value> {
+        let Ok(text) = std::fs::read_to_string(manifest_path) else {
+            return Ok(serde_json::Value::Null);
+        };
+        let manifest: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", manifest_path.display()))?;
+        match &self.config {
+            None => self.config = Some((manifest_path.to_path_buf(), manifest["config"].clone())),
+            Some((first, value)) => {
+                let differences = json_differences(value, &manifest["config"], "");
+                if !differences.is_empty() {
+                    bail!(
+                        "{} and {} come from different configs ({}): merge only shards of one experiment",
+                        first.display(),
+                        manifest_path.display(),
+                        differences.join(", ")
+                    );
+                }
+            }
+        }
+        Ok(manifest)
     }
-    if with_generations > 0 {
-        GenerationsWriter::open(&out_dir.join(GENERATIONS_FILE))?.append_cell(&generations)?;
+
+    fn write(&self, out_dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(out_dir)
+            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        let mut writer = CellsWriter::open(&out_dir.join(CELLS_FILE))?;
+        for row in &self.rows {
+            writer.append(row)?;
+        }
+        let with_generations = self.inputs_with_generations > 0;
+        if with_generations {
+            GenerationsWriter::open(&out_dir.join(GENERATIONS_FILE))?
+                .append_cell(&self.generations)?;
+        }
+        write_json_atomic(
+            &out_dir.join(MANIFEST_FILE),
+            &json!({
+                "merged_from": self.sources,
+                "config": self.config.as_ref().map(|(_, c)| c),
+                "cells": self.rows.len(),
+                "duplicates_dropped": self.duplicates,
+                "files": {
+                    "cells": CELLS_FILE,
+                    "generations": with_generations.then_some(GENERATIONS_FILE),
+                },
+                "generation_lines": self.generations.len(),
+            }),
+        )
     }
-    write_json_atomic(
-        &out_dir.join(MANIFEST_FILE),
-        &json!({
-            "merged_from": sources,
-            "config": config.map(|(_, c)| c),
-            "cells": rows.len(),
-            "duplicates_dropped": duplicates,
-            "files": {
-                "cells": CELLS_FILE,
-                "generations": (with_generations > 0).then_some(GENERATIONS_FILE),
-            },
-            "generation_lines": generations.len(),
-        }),
-    )?;
-    Ok(MergeReport {
-        out_dir: out_dir.to_path_buf(),
-        rows,
-        duplicates,
-    })
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::cell::{CellKind, SchemeId, TempSet};
 use super::plan::Cell;
 use crate::data::Dataset;
-use crate::decode::Generation;
+use crate::decode::{Generation, NodeRecord};
 
 /// A row of `cells.csv`. Lists inside a field are `;`-separated; a missing
 /// value is an empty field.
@@ -90,18 +90,7 @@ impl CellRow {
             all_rounds.iter().map(|r| r.emitted as f64).sum::<f64>() / all_rounds.len() as f64
         });
         let nodes: Vec<_> = all_rounds.iter().flat_map(|r| &r.nodes).collect();
-        let accept_by_depth = (1..=context.draft_len)
-            .map(|depth| {
-                let at: Vec<_> = nodes.iter().filter(|n| n.depth == depth).collect();
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    let landed = at.iter().filter(|n| n.landed).count();
-                    format!("{:.4}", landed as f64 / at.len() as f64)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(";");
+        let accept_by_depth = accept_by_depth(&nodes, context.draft_len);
         let mean_accept = mean_if_complete(nodes.iter().map(|n| n.accept));
         let mean_pstar = mean_if_complete(nodes.iter().map(|n| n.pstar));
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
@@ -195,6 +184,24 @@ impl CellRow {
     pub fn group_key(&self) -> (Dataset, TempSet, u64) {
         (self.dataset, self.temp_set, self.seed)
     }
+}
+
+/// The `accept_by_depth` column: at each draft depth 1..=L, the fraction of
+/// nodes visited there whose emitted token was a draft token (`;`-separated,
+/// empty where no node was visited).
+fn accept_by_depth(nodes: &[&NodeRecord], draft_len: usize) -> String {
+    (1..=draft_len)
+        .map(|depth| {
+            let at: Vec<_> = nodes.iter().filter(|n| n.depth == depth).collect();
+            if at.is_empty() {
+                String::new()
+            } else {
+                let landed = at.iter().filter(|n| n.landed).count();
+                format!("{:.4}", landed as f64 / at.len() as f64)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 /// The mean of values that may be missing: none if any is missing (a mean

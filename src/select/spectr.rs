@@ -103,10 +103,10 @@ pub fn beta(p: &Dist, q: &Dist, rho: f64) -> f64 {
 ///
 /// `β` is piecewise linear in `1/ρ` with breakpoints at `p(x)/q(x)`, and `f`
 /// increases with ρ. The bisection needs `f` only inside a bracket around
-/// the root, and there only the breakpoints inside the bracket: this used to
-/// sort every breakpoint, which untruncated (8192–50272 tokens) cost
-/// 0.2–2 ms per node — most of SpecTr's time, against ~25 µs for SpecInfer.
-/// Now the bracket is narrowed first by quickselect on the breakpoints
+/// the root, and there only the breakpoints inside the bracket. Sorting
+/// every breakpoint would cost 0.2–2 ms per node untruncated (8192–50272
+/// tokens) — most of SpecTr's time, against ~25 µs for SpecInfer — so the
+/// bracket is narrowed first by quickselect on the breakpoints
 /// (evaluate `f` at the median, keep the half holding the root, fold the
 /// other half into fixed sums): O(n) in all. The last ≤ 32 breakpoints are
 /// sorted and the 60-step bisection then costs O(log 32) per step. Its

@@ -30,10 +30,10 @@ type ZeroEntry = (f64, u32);
 /// `q`'s support in ascending `p/q` (ties by id), split in two: the tokens
 /// with `p = 0` as `(q, id)`, then the rest as `(p, q, id)`.
 ///
-/// Why not one sort over the support: the comparator used to read `p` and
-/// `q` from the vocabulary-sized vectors (two scattered loads per side, per
-/// comparison), and after top-p most of the draft's support (≈ 1230 of
-/// 1313 tokens at the bench's nodes) has `p = 0`. Those all have ratio 0,
+/// Why not one sort over the support: a comparator over the whole support
+/// reads `p` and `q` from the vocabulary-sized vectors (two scattered loads
+/// per side, per comparison), and after top-p most of the draft's support
+/// (≈ 1230 of 1313 tokens at the bench's nodes) has `p = 0`. Those all have ratio 0,
 /// so they come first, tied, in id order: the order `q.support()` already
 /// has. Only the `p > 0` tokens are sorted, as a compact array, by the
 /// exact ratio order ([`sort_by_ratio`]: radix passes on `p/q` for large
