@@ -105,7 +105,7 @@ pub struct DataShowArgs {
     /// xsum, dolly or wmt18.
     #[arg(long)]
     pub dataset: String,
-    /// A JSONL or parquet file, a folder laid out like ../shared/data, or a
+    /// A JSONL or parquet file, a folder laid out like data/samples, or a
     /// folder laid out like the dataset's Hugging Face repo. Without it (and
     /// without --embedded): the dataset on the Hugging Face hub.
     #[arg(long, conflicts_with = "embedded")]
@@ -211,7 +211,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub prompts: Option<usize>,
     /// Read prompts from local files (data.source = local): a JSONL or
-    /// parquet file, a folder like ../shared/data, or a hub-layout folder.
+    /// parquet file, a folder like data/samples, or a hub-layout folder.
     #[arg(long)]
     pub dataset_file: Option<String>,
     #[arg(long)]

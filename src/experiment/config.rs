@@ -64,7 +64,7 @@ pub struct Data {
     /// `embedded` (the prompts in `data/`, compiled in), `local` (JSONL
     /// files under `path`) or `hub`.
     pub source: String,
-    /// For `local`: a folder laid out like `../shared/data`, or one JSONL
+    /// For `local`: a folder laid out like `data/samples`, or one JSONL
     /// file (with a single dataset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -208,7 +208,7 @@ impl Config {
         match (self.data.source.as_str(), &self.data.path) {
             ("local", None) => {
                 bail!(
-                    "data.source = \"local\" needs data.path: a JSONL file or a folder like ../shared/data"
+                    "data.source = \"local\" needs data.path: a JSONL file or a folder like data/samples"
                 )
             }
             ("embedded" | "hub", Some(_)) => bail!(
@@ -407,7 +407,7 @@ mod tests {
                 .unwrap()
                 .contains("use embedded, local or hub")
         );
-        assert_eq!(check("local", Some("../shared/data")), None);
+        assert_eq!(check("local", Some("data/samples")), None);
     }
 
     #[test]
