@@ -15,7 +15,11 @@ use specbench::model::hub::TokenizerFiles;
 /// tiny pair are committed).
 fn repo(relative: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
-    assert!(path.exists(), "{} is missing from the checkout", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing from the checkout",
+        path.display()
+    );
     path
 }
 
@@ -296,7 +300,10 @@ fn a_run_reads_local_rows_with_a_custom_template_and_records_both() {
     assert_eq!(prompts["template"], "wmt18_de_en_custom");
     assert_eq!(prompts["template_text"], "German: {de}\nEnglish:");
     assert!(
-        prompts["source"].as_str().unwrap().ends_with("data/samples"),
+        prompts["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("data/samples"),
         "{prompts}"
     );
     let cells = std::fs::read_to_string(out_dir.join("cells.csv")).unwrap();

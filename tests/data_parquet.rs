@@ -21,7 +21,11 @@ use specbench::data::{Dataset, Selection, render};
 /// The committed hub-layout folders (`data/samples/parquet`).
 fn sample_parquet() -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/samples/parquet");
-    assert!(path.is_dir(), "{} is missing from the checkout", path.display());
+    assert!(
+        path.is_dir(),
+        "{} is missing from the checkout",
+        path.display()
+    );
     path
 }
 

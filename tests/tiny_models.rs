@@ -20,7 +20,11 @@ fn tiny(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("models")
         .join(name);
-    assert!(dir.is_dir(), "{} is missing from the checkout", dir.display());
+    assert!(
+        dir.is_dir(),
+        "{} is missing from the checkout",
+        dir.display()
+    );
     dir
 }
 
