@@ -7,7 +7,7 @@
 #
 # NEW_BINARY takes --threads; OLD_BINARY (a build without it, optional) is
 # run with RAYON_NUM_THREADS=1, pinned with `taskset -c 0`, and with
-# RAYON_NUM_THREADS=2. Needs ../shared/models and ../shared/data.
+# RAYON_NUM_THREADS=2. Uses the committed tiny pair (models/) and data/samples.
 set -euo pipefail
 new=${1:?usage: scripts/bench_threads.sh NEW_BINARY [OLD_BINARY] [REPEATS]}
 old=${2:-}

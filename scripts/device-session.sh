@@ -5,10 +5,10 @@
 #
 # Here (no GPU needed):
 #   scripts/build-cuda.sh                  # target/cuda/release/specbench-cuda.xz
-#   scripts/device-session.sh prepare      # ../shared → .device-shared (git-ignored)
-# Then through the device tool, from the repository root:
+# Then through the device tool, from the repository root (the tiny pair
+# and the sample rows travel with the working tree: models/, data/samples):
 #   command: bash scripts/device-session.sh gpu
-#   carry:   target/cuda/release/specbench-cuda.xz, .device-shared
+#   carry:   target/cuda/release/specbench-cuda.xz
 # Everything lands in $OUT (which the tool brings back): session.log,
 # gpu-bench-*.{txt,json} and gpu-run-*/{cells.csv,manifest.json}.
 #
@@ -17,16 +17,9 @@
 set -uo pipefail
 
 case "${1:-}" in
-prepare)
-    rm -rf .device-shared
-    mkdir -p .device-shared
-    cp -r ../shared/models ../shared/data .device-shared/
-    du -sh .device-shared target/cuda/release/specbench-cuda.xz
-    exit 0
-    ;;
 gpu) ;;
 *)
-    echo "usage: $0 prepare|gpu" >&2
+    echo "usage: $0 gpu" >&2
     exit 2
     ;;
 esac
@@ -45,8 +38,6 @@ import glob, os, site
 print(':'.join(sorted({d for s in site.getsitepackages()
                        for d in glob.glob(os.path.join(s, 'nvidia', '*', 'lib'))})))")
 export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# experiments/tiny.toml names ../shared.
-[ -e ../shared ] || ln -s "$PWD/.device-shared" ../shared
 
 step "0. the machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden logits for specbench's decoders (tests/golden_models.rs, tests/shared_models.rs).
+"""Golden logits for specbench's decoders (tests/golden_models.rs, tests/tiny_models.rs).
 
 Creates tiny random models with Hugging Face transformers -- a pre-LayerNorm
 OPT (the 125M / 1.3B ... 66B layout), a 350M-style OPT (post-LayerNorm,
@@ -10,9 +10,10 @@ pre-LN OPT also as a PyTorch pytorch_model.bin named decoder.*), and writes
 the logits transformers computes for a batch of two token rows at every
 position to tests/fixtures/golden.json.
 
-When ../shared/models/tiny-opt-target exists it also records what
-transformers gives for the text "The weather today": the token ids and the
-next-token log-softmax (checked by `specbench inspect logits`).
+It also records what transformers gives for the committed tiny target
+(models/tiny-opt-target, f16 weights read into float32 as specbench reads
+them) on the text "The weather today": the token ids and the next-token
+log-softmax (checked by `specbench inspect logits`).
 
     python3 -m venv .venv && .venv/bin/pip install torch transformers safetensors
     .venv/bin/python scripts/golden_models.py
@@ -20,7 +21,6 @@ next-token log-softmax (checked by `specbench inspect logits`).
 
 import json
 import os
-import sys
 
 import torch
 import transformers
@@ -29,7 +29,7 @@ from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, OPTConfi
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "models", "tiny-opt-target")
+TINY = os.path.join(ROOT, "models", "tiny-opt-target")
 
 MODELS = {
     "opt-tiny-preln": dict(
@@ -106,18 +106,17 @@ def main():
             logits = model(torch.tensor(ROWS)).logits.float()
         golden["models"][name] = {"logits": logits.flatten().tolist(),
                                   "shape": list(logits.shape)}
-    if os.path.isdir(SHARED):
-        tok = AutoTokenizer.from_pretrained(SHARED)
-        model = OPTForCausalLM.from_pretrained(SHARED).eval()
-        ids = tok("The weather today").input_ids
-        with torch.no_grad():
-            logits = model(torch.tensor([ids])).logits[0, -1].float()
-        golden["shared_tiny_opt_target"] = {
-            "text": "The weather today", "ids": ids,
-            "logprobs": torch.log_softmax(logits, -1).tolist(),
-        }
-    else:
-        print(f"{SHARED} absent: no shared-model golden values", file=sys.stderr)
+    tok = AutoTokenizer.from_pretrained(TINY)
+    # The weights are stored in float16; specbench computes in float32 from
+    # the upcast weights, and so does this reference.
+    model = OPTForCausalLM.from_pretrained(TINY, dtype=torch.float32).eval()
+    ids = tok("The weather today").input_ids
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, -1].float()
+    golden["tiny_opt_target"] = {
+        "text": "The weather today", "ids": ids,
+        "logprobs": torch.log_softmax(logits, -1).tolist(),
+    }
     with open(os.path.join(FIXTURES, "golden.json"), "w") as f:
         json.dump(golden, f)
     print("wrote", os.path.join(FIXTURES, "golden.json"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates everything under plots/ (and the reference run in results/tiny)
-# with the exact commands below. Run from the repository root, with
-# ../shared (the trained tiny pair and the sample rows) beside the checkout:
+# with the exact commands below. Run from the repository root (the tiny run
+# uses the trained pair in models/ and the sample rows in data/samples):
 #
 #   scripts/make-plots.sh            # all: Figure 2, the tiny run, its figures and tables
 #   scripts/make-plots.sh figure2    # Figure 2 only (no models needed, seconds)
@@ -20,10 +20,6 @@ mkdir -p plots/figure2
 "$specbench" plot plots/figure2/figure2.csv --out plots/figure2 --format svg,png
 [[ $what == figure2 ]] && exit 0
 
-if [[ ! -d ../shared/models/tiny-opt-target ]]; then
-    echo "error: ../shared/models is missing: the tiny run needs the trained pair beside the checkout" >&2
-    exit 2
-fi
 rm -rf results/tiny plots/tiny
 "$specbench" run --config experiments/tiny.toml --out results/tiny
 mkdir -p plots/tiny

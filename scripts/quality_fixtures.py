@@ -2,12 +2,12 @@
 """Reference values for specbench's quality metrics (src/quality/).
 
 Writes tests/fixtures/quality.json: ROUGE-L F-measures from rouge-score and
-corpus BLEU scores from sacrebleu, on real references from ../shared/data
+corpus BLEU scores from sacrebleu, on real references from data/samples
 (XSum summaries, WMT18 English) and on awkward inputs. tests/quality.rs
 compares specbench's values with these to 1e-6; neither CI nor users need
 Python.
 
-Options, as specbench uses them (PAPER.md §2, E7):
+Options, as specbench uses them (docs/paper.md, E7):
   ROUGE-L: rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False), fmeasure
   BLEU:    sacrebleu.corpus_bleu(hyps, [refs]) with its defaults
            (tokenize="13a", smooth_method="exp", lowercase=False), score / 100
@@ -15,7 +15,7 @@ Options, as specbench uses them (PAPER.md §2, E7):
 Regenerate (versions used for the committed file: rouge-score 0.1.2,
 sacrebleu 2.6.0, nltk 3.10.4, Python 3):
   python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install rouge-score sacrebleu
-  /tmp/qvenv/bin/python scripts/quality_fixtures.py [../shared/data] > /dev/null
+  /tmp/qvenv/bin/python scripts/quality_fixtures.py [data/samples] > /dev/null
 """
 
 import json
@@ -28,7 +28,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
+DATA = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "data" / "samples"
 OUT = ROOT / "tests" / "fixtures" / "quality.json"
 
 

@@ -1,4 +1,4 @@
-//! Negative controls (`TEST_VECTORS.md` §6): deliberately wrong schemes.
+//! Negative controls (`docs/exactness.md` §6): deliberately wrong schemes.
 //! Each is the real scheme with one mistake. Its exact output law must miss
 //! `p` by the published amount, so the 1e-12 enumeration check fails, and a
 //! 10⁶-sample G-test on the same instance must fail too. If these tests

@@ -1,6 +1,6 @@
-//! Local dataset files and prompt truncation (`DATA.md` §3–5), on the real
-//! sample rows and tokenizer in `../shared` (skipped with a message when
-//! absent).
+//! Local dataset files and prompt truncation (`docs/datasets.md`), on the
+//! real sample rows of `data/samples` and the tokenizer of the tiny pair in
+//! `models/`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,36 +11,36 @@ use specbench::model::Tokenizer;
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;
 
-fn shared(relative: &str) -> Option<PathBuf> {
-    let root = std::env::var("SPECBENCH_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let path = root.join(relative);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipping: shared data not found at {}", path.display());
-        None
-    }
+/// A path of the repository, which must exist (the sample rows and the
+/// tiny pair are committed).
+fn repo(relative: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing from the checkout",
+        path.display()
+    );
+    path
 }
 
-fn opt_tokenizer() -> Option<HfTokenizer> {
-    let dir = shared("models/tiny-opt-target")?;
-    Some(
-        HfTokenizer::load(
-            &TokenizerFiles::Json(dir.join("tokenizer.json")),
-            Some(2),
-            "tiny".into(),
-        )
-        .unwrap(),
+/// The real sample rows (`data/samples`).
+fn samples() -> PathBuf {
+    repo("data/samples")
+}
+
+fn opt_tokenizer() -> HfTokenizer {
+    let dir = repo("models/tiny-opt-target");
+    HfTokenizer::load(
+        &TokenizerFiles::Json(dir.join("tokenizer.json")),
+        Some(2),
+        "tiny".into(),
     )
+    .unwrap()
 }
 
 #[test]
-fn the_shared_jsonl_files_load_with_their_row_counts() {
-    let Some(dir) = shared("data") else {
-        return;
-    };
+fn the_sample_jsonl_files_load_with_their_row_counts() {
+    let dir = samples();
     for (dataset, rows) in [
         (Dataset::Xsum, 800),
         (Dataset::Wmt18, 1000),
@@ -66,9 +66,7 @@ fn the_shared_jsonl_files_load_with_their_row_counts() {
 
 #[test]
 fn long_documents_lose_their_beginning_and_keep_the_template() {
-    let (Some(dir), Some(tokenizer)) = (shared("data"), opt_tokenizer()) else {
-        return;
-    };
+    let (dir, tokenizer) = (samples(), opt_tokenizer());
     let records = local_records(Dataset::Xsum, &dir, Selection::First(20)).unwrap();
     let mut cut = 0;
     for record in &records {
@@ -119,9 +117,7 @@ fn long_documents_lose_their_beginning_and_keep_the_template() {
 
 #[test]
 fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
-    let Some(tokenizer) = opt_tokenizer() else {
-        return;
-    };
+    let tokenizer = opt_tokenizer();
     let record = Record {
         id: "t".into(),
         fields: [
@@ -171,9 +167,7 @@ fn dolly_loses_context_before_instruction_and_too_small_budgets_are_refused() {
 #[test]
 fn data_show_prints_the_templated_prompts_of_each_dataset() {
     use std::process::Command;
-    let Some(dir) = shared("data") else {
-        return;
-    };
+    let dir = samples();
     let show = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_specbench"))
             .args(["data", "show"])
@@ -216,7 +210,7 @@ fn data_show_prints_the_templated_prompts_of_each_dataset() {
             assert!(p["id"].is_string());
         }
     }
-    // The WMT row 0 of DATA.md §4.
+    // WMT row 0 (docs/datasets.md, the offline copies).
     let out = show(&[
         "--dataset",
         "wmt18",
@@ -256,9 +250,7 @@ fn data_show_prints_the_templated_prompts_of_each_dataset() {
 #[test]
 fn a_run_reads_local_rows_with_a_custom_template_and_records_both() {
     use std::process::Command;
-    let Some(dir) = shared("data") else {
-        return;
-    };
+    let dir = samples();
     let work = std::env::temp_dir().join(format!("specbench-data-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
@@ -308,7 +300,10 @@ fn a_run_reads_local_rows_with_a_custom_template_and_records_both() {
     assert_eq!(prompts["template"], "wmt18_de_en_custom");
     assert_eq!(prompts["template_text"], "German: {de}\nEnglish:");
     assert!(
-        prompts["source"].as_str().unwrap().ends_with("data"),
+        prompts["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("data/samples"),
         "{prompts}"
     );
     let cells = std::fs::read_to_string(out_dir.join("cells.csv")).unwrap();

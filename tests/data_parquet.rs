@@ -1,5 +1,5 @@
 //! Parquet dataset files: the tiny Hugging Face-layout files of
-//! `../shared/data/parquet` (skipped with a message when absent) and files
+//! `data/samples/parquet` and files
 //! this test writes itself with arrow (string kinds, struct columns, every
 //! row group, and the error cases).
 
@@ -18,17 +18,15 @@ use parquet::file::properties::WriterProperties;
 use specbench::data::local::{LocalSource, local_records, local_source};
 use specbench::data::{Dataset, Selection, render};
 
-fn shared_parquet() -> Option<PathBuf> {
-    let root = std::env::var("SPECBENCH_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let path = root.join("data/parquet");
-    if path.is_dir() {
-        Some(path)
-    } else {
-        eprintln!("skipping: shared data not found at {}", path.display());
-        None
-    }
+/// The committed hub-layout folders (`data/samples/parquet`).
+fn sample_parquet() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/samples/parquet");
+    assert!(
+        path.is_dir(),
+        "{} is missing from the checkout",
+        path.display()
+    );
+    path
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -52,10 +50,8 @@ fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
 }
 
 #[test]
-fn the_shared_hub_layout_folders_read_fifty_rows_each() {
-    let Some(root) = shared_parquet() else {
-        return;
-    };
+fn the_sample_hub_layout_folders_read_fifty_rows_each() {
+    let root = sample_parquet();
     for (dataset, folder, fields) in [
         (Dataset::Xsum, "xsum", vec!["document", "summary", "id"]),
         (Dataset::Wmt18, "wmt18", vec!["de", "en"]),

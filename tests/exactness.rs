@@ -1,4 +1,4 @@
-//! The exactness tests of `TEST_VECTORS.md` §1 for every scheme, and the
+//! The exactness tests of `docs/exactness.md` §1 for every scheme, and the
 //! cheap invariants of §1.4.
 
 use specbench::dist::Dist;

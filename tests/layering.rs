@@ -1,4 +1,4 @@
-//! The library's layers (DESIGN.md): a module may use modules on its own
+//! The library's layers (`docs/layout.md`): a module may use modules on its own
 //! floor or below, never above. The check reads every `crate::<module>`
 //! path in code (comments are skipped), so an upward import — like the one
 //! that once made `model/` read `experiment::config` — fails here by name.

@@ -94,7 +94,7 @@ fn other_dtypes_go_to_candle_and_the_kernel_refuses_them() {
 /// `cargo test --release --test linear -- --ignored --nocapture`, with
 /// `RAYON_NUM_THREADS=1` for one thread.
 #[test]
-#[ignore]
+#[ignore = "a timing printout, not a check: run it with --ignored --nocapture"]
 fn time_the_paths_at_opt_125m_shapes() {
     use std::time::Instant;
     println!("threads {}", rayon::current_num_threads());

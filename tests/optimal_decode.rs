@@ -1,7 +1,7 @@
 //! `optimal` through the real decoder: at every node of every round with
 //! identical drafts, the selection acceptance it logs (`accept`) equals the
 //! `P*` logged beside it, at K = 2, 4 and 8. Synthetic models always; the
-//! trained tiny pair in `../shared/models` when present (skipped otherwise).
+//! trained tiny pair in `models/`.
 
 use std::path::{Path, PathBuf};
 
@@ -77,24 +77,22 @@ fn synthetic_pair_accepts_at_pstar_for_k_2_4_8() {
     }
 }
 
-fn shared(name: &str) -> Option<PathBuf> {
+/// A model of the committed tiny pair (`models/NAME`).
+fn tiny(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models")
+        .join("models")
         .join(name);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: {} is absent", dir.display());
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{} is missing from the checkout",
+        dir.display()
+    );
+    dir
 }
 
 #[test]
 fn trained_tiny_pair_accepts_at_pstar_for_k_2_4_8() {
-    let (Some(target_dir), Some(draft_dir)) = (shared("tiny-opt-target"), shared("tiny-opt-draft"))
-    else {
-        return;
-    };
+    let (target_dir, draft_dir) = (tiny("tiny-opt-target"), tiny("tiny-opt-draft"));
     let load = |dir: &Path| {
         load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default())
             .unwrap()

@@ -1,4 +1,4 @@
-//! ERSD at sequence level (`TEST_VECTORS.md` §1.1, ERSD (i)): the emitted
+//! ERSD at sequence level (`docs/exactness.md` §1.1, ERSD (i)): the emitted
 //! stream is token for token plain race sampling from the target with the
 //! same seed, whatever the draft model, K or L — and drafting still saves
 //! target calls when the draft is close.

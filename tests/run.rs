@@ -538,14 +538,19 @@ fn random_weight_opt_shapes_run_end_to_end_without_a_download() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// On the trained tiny pair (`models/`, `data/samples`): each line's `text`
+/// is the decoding of its ids before the EOS, without the `</s>` marker, and
+/// the `rouge_l` / `bleu` columns of `cells.csv` recompute from the file's
+/// text (post-processed as E7 says) and the records' references.
 #[test]
-fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
+fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
+    use specbench::data::local::local_records;
+    use specbench::data::{Dataset, Selection};
+    use specbench::model::Tokenizer;
+    use specbench::quality::{corpus_bleu, postprocess, rouge_l};
+
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = root.join("../shared/models/tiny-opt-target");
-    if !target.is_dir() {
-        eprintln!("skipped: {} is absent", target.display());
-        return;
-    }
+    let target = root.join("models/tiny-opt-target");
     let text = std::fs::read_to_string(root.join("experiments/tiny.toml")).unwrap();
     let mut config = Config::from_toml(&text, "tiny").unwrap();
     config.sweep.schemes = vec!["specinfer".parse().unwrap()];
@@ -555,8 +560,7 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
         specbench::data::Dataset::Dolly,
         specbench::data::Dataset::Wmt18,
     ];
-    config.data.prompts = 2;
-    config.decode.max_new_tokens = 24;
+    config.data.prompts = 4;
     let out = scratch("tiny-text");
     run(&options(config, &out)).unwrap();
     let lines = assert_one_generation_per_cell_and_prompt(&out);
@@ -567,19 +571,24 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
     .unwrap()
     .tokenizer
     .unwrap();
-    use specbench::model::Tokenizer;
     let eos = 2; // OPT's </s>
     for line in &lines {
         let text = line
             .text
             .as_deref()
             .expect("a trained pair's text is decoded");
+        assert_eq!(line.ended_at_eos, line.tokens.last() == Some(&eos));
+        let before_eos = match line.tokens.split_last() {
+            Some((&last, rest)) if last == eos => rest,
+            _ => &line.tokens[..],
+        };
         assert_eq!(
             text,
-            tokenizer.decode(&line.tokens).unwrap(),
+            tokenizer.decode(before_eos).unwrap(),
             "{}",
             line.cell_id
         );
+        assert!(!text.contains("</s>"), "{}: {text:?}", line.cell_id);
         // The text is the ids' text: encoding it and decoding again gives it back.
         let again = tokenizer.decode(&tokenizer.encode(text).unwrap()).unwrap();
         assert_eq!(
@@ -588,12 +597,65 @@ fn generations_decode_their_token_ids_on_the_trained_tiny_pair() {
             "{}",
             line.cell_id
         );
-        assert_eq!(line.ended_at_eos, line.tokens.last() == Some(&eos));
     }
     assert!(
         lines
             .iter()
             .any(|l| l.text.as_deref().unwrap().trim().len() > 3)
     );
+    // Two WMT prompts stop at EOS with these weights and seeds (the unit test
+    // of `quality_columns` covers the cut without a model).
+    assert!(
+        lines.iter().any(|l| l.ended_at_eos),
+        "no generation stopped at EOS: the EOS cut went unchecked"
+    );
+    // The quality columns from the file alone.
+    let samples = root.join("data/samples");
+    let rows = read_rows(&out.join("cells.csv"), false).unwrap();
+    let mut checked = 0;
+    for row in &rows {
+        let dataset = Dataset::parse(&row.dataset).unwrap();
+        let field = match dataset {
+            Dataset::Xsum => "summary",
+            Dataset::Wmt18 => "en",
+            Dataset::Dolly => {
+                assert_eq!((row.rouge_l, row.bleu), (None, None), "{}", row.cell_id);
+                continue;
+            }
+        };
+        let records = local_records(dataset, &samples, Selection::First(row.prompts)).unwrap();
+        let mut cell: Vec<&GenerationLine> =
+            lines.iter().filter(|l| l.cell_id == row.cell_id).collect();
+        cell.sort_by_key(|l| l.prompt_index);
+        let hyps: Vec<String> = cell
+            .iter()
+            .map(|l| postprocess(l.text.as_deref().unwrap()))
+            .collect();
+        let refs: Vec<String> = cell
+            .iter()
+            .map(|l| {
+                let record = records.iter().find(|r| r.id == l.prompt_id).unwrap();
+                record.field(field).unwrap().to_string()
+            })
+            .collect();
+        let (measured, recomputed) = match dataset {
+            Dataset::Xsum => (
+                row.rouge_l.unwrap(),
+                hyps.iter()
+                    .zip(&refs)
+                    .map(|(h, r)| rouge_l(h, r))
+                    .sum::<f64>()
+                    / hyps.len() as f64,
+            ),
+            _ => (row.bleu.unwrap(), corpus_bleu(&hyps, &refs)),
+        };
+        assert!(
+            (measured - recomputed).abs() < 1e-12,
+            "{}: {measured} in cells.csv, {recomputed} from generations.jsonl",
+            row.cell_id
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "xsum and wmt18: target, SD and specinfer");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -1,4 +1,4 @@
-//! Sequence-level exactness (`TEST_VECTORS.md` §1.2): the emitted string of
+//! Sequence-level exactness (`docs/exactness.md` §1.2): the emitted string of
 //! a round, extended by target sampling, has the target's joint law — by
 //! exact enumeration for every scheme, and by sampling the real decoding
 //! engine (caches, rollback, several rounds) against the same law.

@@ -1,4 +1,4 @@
-//! Reference values of `shared/spec/TEST_VECTORS.md` §2–4 (the schemes of
+//! Reference values of `docs/exactness.md` §2–4 (the schemes of
 //! sections a–h and l). Fractions and "exact" values are matched to 1e-12,
 //! values printed with d decimals to 0.6·10^-d. Every landing probability
 //! here comes from full enumeration, whose output law must also equal p.

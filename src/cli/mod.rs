@@ -116,7 +116,7 @@ pub struct DataShowArgs {
     /// xsum, dolly or wmt18.
     #[arg(long)]
     pub dataset: Dataset,
-    /// A JSONL or parquet file, a folder of them (data/samples), or a
+    /// A JSONL or parquet file, a folder laid out like data/samples, or a
     /// folder laid out like the dataset's Hugging Face repo. Without it (and
     /// without --embedded): the dataset on the Hugging Face hub.
     #[arg(long, conflicts_with = "embedded")]

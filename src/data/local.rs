@@ -1,6 +1,6 @@
 //! Local dataset files (`DATA.md` §4): JSONL rows with the Hugging Face
 //! field names or parquet files, given as one file, a directory laid out
-//! like `../shared/data` (`xsum_test.jsonl`, `dolly_15k.jsonl`,
+//! like `data/samples` (`xsum_test.jsonl`, `dolly_15k.jsonl`,
 //! `wmt18_de_en_test.jsonl`), or a directory laid out like the dataset's
 //! Hugging Face repo (`default/test/0000.parquet`, …).
 
@@ -12,7 +12,7 @@ use super::parquet::{hub_layout_files, read_parquet_records};
 use super::{Dataset, Record, Selection, parse_jsonl};
 
 impl Dataset {
-    /// The JSONL file name of this dataset in a `shared/data`-style folder.
+    /// The JSONL file name of this dataset in a `data/samples`-style folder.
     pub fn local_file_name(self) -> &'static str {
         match self {
             Dataset::Xsum => "xsum_test.jsonl",
@@ -40,7 +40,7 @@ pub enum LocalSource {
 }
 
 /// The source a local `path` names for `dataset`: a `.jsonl` or `.parquet`
-/// file; or in a directory, the dataset's JSONL file (`../shared/data`
+/// file; or in a directory, the dataset's JSONL file (`data/samples`
 /// layout), else its parquet files in the Hugging Face repo layout.
 pub fn local_source(dataset: Dataset, path: &Path) -> Result<LocalSource> {
     if path.is_file() {
@@ -51,7 +51,7 @@ pub fn local_source(dataset: Dataset, path: &Path) -> Result<LocalSource> {
     }
     if !path.is_dir() {
         bail!(
-            "data path {} does not exist: give a JSONL or parquet file, or a folder like ../shared/data",
+            "data path {} does not exist: give a JSONL or parquet file, or a folder like data/samples",
             path.display()
         );
     }

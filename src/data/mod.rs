@@ -100,12 +100,12 @@ impl Dataset {
         }
     }
 
-    /// The embedded sample prompts (`data/*.jsonl`, written for this project).
+    /// The embedded sample prompts (`data/embedded/*.jsonl`, written for this project).
     fn embedded(self) -> &'static str {
         match self {
-            Dataset::Xsum => include_str!("../../data/xsum.jsonl"),
-            Dataset::Dolly => include_str!("../../data/dolly.jsonl"),
-            Dataset::Wmt18 => include_str!("../../data/wmt18_de_en.jsonl"),
+            Dataset::Xsum => include_str!("../../data/embedded/xsum.jsonl"),
+            Dataset::Dolly => include_str!("../../data/embedded/dolly.jsonl"),
+            Dataset::Wmt18 => include_str!("../../data/embedded/wmt18_de_en.jsonl"),
         }
     }
 }

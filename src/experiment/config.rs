@@ -61,7 +61,7 @@ pub struct Data {
     /// `embedded` (the prompts in `data/`, compiled in), `local` (JSONL
     /// files under `path`) or `hub`.
     pub source: DataSource,
-    /// For `local`: a folder laid out like `../shared/data`, or one JSONL
+    /// For `local`: a folder laid out like `data/samples`, or one JSONL
     /// file (with a single dataset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -196,7 +196,7 @@ impl Config {
         match (self.data.source, &self.data.path) {
             (DataSource::Local, None) => {
                 bail!(
-                    "data.source = \"local\" needs data.path: a JSONL file or a folder of them (data/samples)"
+                    "data.source = \"local\" needs data.path: a JSONL file or a folder like data/samples"
                 )
             }
             (DataSource::Embedded | DataSource::Hub, Some(_)) => bail!(

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::Cell;
 use crate::data::Dataset;
+use super::quality_columns::generated_text;
 use crate::decode::Generation;
 use crate::model::Tokenizer;
 
@@ -38,9 +39,11 @@ pub struct GenerationLine {
     pub prompt_tokens: usize,
     /// Generated ids, through the first EOS.
     pub tokens: Vec<u32>,
-    /// The target tokenizer's decoding of `tokens` (special tokens kept).
-    /// `null` for tokenizers that cannot decode (the synthetic models' word
-    /// hash).
+    /// The generated text a user scores: the target tokenizer's decoding of
+    /// `tokens` before the EOS (the `</s>` marker is left out; `ended_at_eos`
+    /// says the model stopped). The `rouge_l` and `bleu` columns are this
+    /// text after the E7 post-processing (first line, stripped). `null` for
+    /// tokenizers that cannot decode (the synthetic models' word hash).
     pub text: Option<String>,
     pub ended_at_eos: bool,
     /// Target forward calls (verification rounds; one per token for the
@@ -70,7 +73,7 @@ impl GenerationLine {
             scheme: cell.scheme_label(),
             prompt_tokens,
             tokens: generation.tokens.clone(),
-            text: tokenizer.decode(&generation.tokens).ok(),
+            text: generated_text(&generation.tokens, eos, tokenizer),
             ended_at_eos: eos.is_some() && generation.tokens.last().copied() == eos,
             target_calls: generation.target_calls,
             draft_calls: generation.draft_calls,

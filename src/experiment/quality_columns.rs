@@ -19,16 +19,24 @@ pub fn reference_field(dataset: Dataset) -> Option<&'static str> {
     }
 }
 
-/// The generation as scored: ids up to the first EOS, decoded, then
-/// `postprocess` (first newline, strip). `None` if the tokenizer cannot decode.
-pub fn scored_text(tokens: &[u32], eos: Option<u32>, tokenizer: &dyn Tokenizer) -> Option<String> {
+/// The generated text, as `generations.jsonl` records it: the ids before
+/// the first EOS, decoded (the EOS marker itself is not part of the text).
+/// `None` if the tokenizer cannot decode.
+pub fn generated_text(
+    tokens: &[u32],
+    eos: Option<u32>,
+    tokenizer: &dyn Tokenizer,
+) -> Option<String> {
     let end = eos
         .and_then(|e| tokens.iter().position(|&t| t == e))
         .unwrap_or(tokens.len());
-    tokenizer
-        .decode(&tokens[..end])
-        .ok()
-        .map(|text| postprocess(&text))
+    tokenizer.decode(&tokens[..end]).ok()
+}
+
+/// The generation as scored: [`generated_text`], then `postprocess` (first
+/// newline, strip). `None` if the tokenizer cannot decode.
+pub fn scored_text(tokens: &[u32], eos: Option<u32>, tokenizer: &dyn Tokenizer) -> Option<String> {
+    generated_text(tokens, eos, tokenizer).map(|text| postprocess(&text))
 }
 
 /// `(rouge_l, bleu)` of a cell: ROUGE-L F averaged over prompts, corpus
@@ -60,5 +68,63 @@ pub fn cell_quality(
         }
         Dataset::Wmt18 => (None, Some(corpus_bleu(&hyps, &refs))),
         Dataset::Dolly => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tokenize::ByteTokenizer;
+
+    /// Bytes, with OPT's `</s>` (id 2) written out as the marker a real
+    /// tokenizer's decoder keeps.
+    struct Marked;
+
+    impl Tokenizer for Marked {
+        fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+            ByteTokenizer.encode(text)
+        }
+        fn decode(&self, ids: &[u32]) -> anyhow::Result<String> {
+            let mut text = String::new();
+            for chunk in ids.split_inclusive(|&id| id == 2) {
+                let (bytes, marker) = match chunk.split_last() {
+                    Some((&2, rest)) => (rest, "</s>"),
+                    _ => (chunk, ""),
+                };
+                text += &ByteTokenizer.decode(bytes)?;
+                text += marker;
+            }
+            Ok(text)
+        }
+        fn id(&self) -> String {
+            "marked".into()
+        }
+    }
+
+    #[test]
+    fn the_generated_text_stops_before_the_eos_marker() {
+        let ids = |text: &str| ByteTokenizer.encode(text).unwrap()[1..].to_vec();
+        let mut stopped = ids(" The cat sat.\nMore");
+        stopped.push(2);
+        assert_eq!(Marked.decode(&stopped).unwrap(), " The cat sat.\nMore</s>");
+        assert_eq!(
+            generated_text(&stopped, Some(2), &Marked).as_deref(),
+            Some(" The cat sat.\nMore")
+        );
+        assert_eq!(
+            scored_text(&stopped, Some(2), &Marked).as_deref(),
+            Some("The cat sat.")
+        );
+        // Cut off by max_new_tokens: all of it.
+        let cut = ids(" no end");
+        assert_eq!(
+            generated_text(&cut, Some(2), &Marked).as_deref(),
+            Some(" no end")
+        );
+        // A model without an EOS id keeps every token.
+        assert_eq!(
+            generated_text(&stopped, None, &Marked).as_deref(),
+            Some(" The cat sat.\nMore</s>")
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! OPT (Zhang et al. 2022) as Hugging Face's `OPTForCausalLM` computes it,
 //! written on candle's tensors and layers, with the batched, truncatable KV
-//! cache speculative decoding needs (`../shared/spec/STACK.md`, "OPT").
+//! cache speculative decoding needs (`docs/models.md`, "Architectures").
 //!
 //! * Learned positions with OPT's offset of 2: token `i` after `past` cached
 //!   tokens reads row `past + i + 2` of `embed_positions`.

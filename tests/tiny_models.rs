@@ -1,5 +1,4 @@
-//! The trained tiny OPT pair in `../shared/models` (skipped with a message
-//! when absent): it loads, tokenizes as transformers does (tokenizer.json
+//! The trained tiny OPT pair committed in `models/`: it loads, tokenizes as transformers does (tokenizer.json
 //! and vocab.json + merges.txt alike), `inspect logits` matches the values
 //! `scripts/golden_models.py` recorded from transformers, and the pair
 //! generates through the speculative decoder.
@@ -16,32 +15,32 @@ use specbench::model::{CausalLm, Tokenizer};
 use specbench::rng::SpecRng;
 use specbench::select::build;
 
-fn shared(name: &str) -> Option<PathBuf> {
+/// A model of the committed tiny pair (`models/NAME`).
+fn tiny(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models")
+        .join("models")
         .join(name);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: {} is absent", dir.display());
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{} is missing from the checkout",
+        dir.display()
+    );
+    dir
 }
 
 type TrainedPair = (Box<dyn CausalLm>, Box<dyn CausalLm>, HfTokenizer);
 
-/// The trained pair as (target, draft, tokenizer), or `None` (with the
-/// skip message) when `../shared` is absent.
-fn trained_pair() -> Option<TrainedPair> {
-    let (target_dir, draft_dir) = (shared("tiny-opt-target")?, shared("tiny-opt-draft")?);
+/// The trained pair as (target, draft, tokenizer).
+fn trained_pair() -> TrainedPair {
+    let (target_dir, draft_dir) = (tiny("tiny-opt-target"), tiny("tiny-opt-draft"));
     let load =
         |dir: &Path| load_checkpoint(dir.to_str().unwrap(), &LoadOptions::default()).unwrap();
     let target = load(&target_dir);
-    Some((
+    (
         target.model,
         load(&draft_dir).model,
         target.tokenizer.unwrap(),
-    ))
+    )
 }
 
 fn golden() -> serde_json::Value {
@@ -51,10 +50,8 @@ fn golden() -> serde_json::Value {
 
 #[test]
 fn inspect_logits_matches_transformers_on_the_trained_target() {
-    let Some(dir) = shared("tiny-opt-target") else {
-        return;
-    };
-    let expected = &golden()["shared_tiny_opt_target"];
+    let dir = tiny("tiny-opt-target");
+    let expected = &golden()["tiny_opt_target"];
     let next = next_token(&InspectRequest {
         model: dir.to_str().unwrap(),
         input: InspectInput::Text(expected["text"].as_str().unwrap()),
@@ -80,9 +77,7 @@ fn inspect_logits_matches_transformers_on_the_trained_target() {
 
 #[test]
 fn vocab_and_merges_tokenize_like_tokenizer_json() {
-    let Some(dir) = shared("tiny-opt-target") else {
-        return;
-    };
+    let dir = tiny("tiny-opt-target");
     let json = HfTokenizer::load(
         &TokenizerFiles::Json(dir.join("tokenizer.json")),
         Some(2),
@@ -113,9 +108,7 @@ fn vocab_and_merges_tokenize_like_tokenizer_json() {
 
 #[test]
 fn the_trained_pair_loads_and_generates_speculatively() {
-    let Some((mut target, mut draft, tokenizer)) = trained_pair() else {
-        return;
-    };
+    let (mut target, mut draft, tokenizer) = trained_pair();
     assert_eq!(target.vocab_size(), 8192);
     assert_eq!(draft.vocab_size(), 8192);
     assert_eq!(target.max_positions(), Some(512));
@@ -161,9 +154,7 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
     // changes some p and with it the race winner: the stream must equal
     // target-only race sampling token for token.
     use specbench::decode::race::race_autoregressive;
-    let Some((mut target, mut draft, tokenizer)) = trained_pair() else {
-        return;
-    };
+    let (mut target, mut draft, tokenizer) = trained_pair();
     let prompt = tokenizer
         .encode("Summarize: the council met on Monday")
         .unwrap();
@@ -213,9 +204,7 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
 #[test]
 fn hub_ids_load_offline_from_a_hugging_face_cache() {
     use std::process::Command;
-    let Some(dir) = shared("tiny-opt-draft") else {
-        return;
-    };
+    let dir = tiny("tiny-opt-draft");
     let home = std::env::temp_dir().join(format!("specbench-hf-home-{}", std::process::id()));
     let commit = "0123456789abcdef0123456789abcdef01234567";
     let repo = home.join("hub/models--specbench-test--tiny-opt-draft");
@@ -276,9 +265,7 @@ fn hub_ids_load_offline_from_a_hugging_face_cache() {
 #[test]
 fn a_pair_with_different_vocabularies_is_refused_before_anything_is_written() {
     use std::process::Command;
-    let Some(target) = shared("tiny-opt-target") else {
-        return;
-    };
+    let target = tiny("tiny-opt-target");
     let draft = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opt-tiny-preln");
     let out_dir = std::env::temp_dir().join(format!("specbench-mismatch-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
