@@ -614,7 +614,7 @@ fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
     let rows = read_rows(&out.join("cells.csv"), false).unwrap();
     let mut checked = 0;
     for row in &rows {
-        let dataset = Dataset::parse(&row.dataset).unwrap();
+        let dataset = row.dataset;
         let field = match dataset {
             Dataset::Xsum => "summary",
             Dataset::Wmt18 => "en",
