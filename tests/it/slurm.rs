@@ -1,7 +1,7 @@
 //! `--shard slurm` in a Slurm job array: each task runs its shard into
 //! `shard-i-of-N/`, and merging the tasks' directories gives the whole run.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! files come from one commit; cut transfers resume; bad cache entries are
 //! re-fetched online and named offline.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `specbench run` end to end on the synthetic models: files, resume after
 //! SIGKILL, shards and merge, overrides, and clear failures.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `--threads`: the count reaches the pools and the manifest, for `run` and
 //! `bench model`; a count of 0 is a one-line error.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

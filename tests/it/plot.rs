@@ -3,7 +3,7 @@
 //! only with two or more seeds), the figures skipped with their reasons,
 //! and one-line errors for bad input.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `specbench report` and `theory figure2`: the tables' numbers against the
 //! run's own cells.csv, the published values beside them, and clear errors.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

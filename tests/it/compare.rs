@@ -2,7 +2,7 @@
 //! against a re-run is identical, a weakened scheme is caught, bad input is
 //! refused with one line and exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! this test writes itself with arrow (string kinds, struct columns, every
 //! row group, and the error cases).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

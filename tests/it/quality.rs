@@ -7,7 +7,7 @@ use specbench::quality::{corpus_bleu, rouge_l};
 const TOLERANCE: f64 = 1e-6;
 
 fn fixture() -> Value {
-    let text = include_str!("fixtures/quality.json");
+    let text = include_str!("../fixtures/quality.json");
     serde_json::from_str(text).expect("quality.json parses")
 }
 

@@ -1,0 +1,34 @@
+//! The integration tests, built as one binary: one module per topic.
+//!
+//! One binary because each test binary links candle, tokenizers, the hub
+//! client and parquet: as 28 binaries they were most of the suite's build
+//! time and 13 GB of `target/debug` on CI. Run one topic with
+//! `cargo test --test it <module>::` (e.g. `cargo test --test it exactness::`).
+
+mod common;
+
+mod block;
+mod broken;
+mod cli;
+mod compare;
+mod data_local;
+mod data_parquet;
+mod exactness;
+mod global_resolution;
+mod golden_models;
+mod hub_download;
+mod hub_errors;
+mod layering;
+mod linear;
+mod optimal_decode;
+mod optimal_window;
+mod plot;
+mod quality;
+mod race;
+mod report;
+mod run;
+mod sequence;
+mod slurm;
+mod threads;
+mod tiny_models;
+mod vectors;
