@@ -68,6 +68,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 metrics: Metric::parse_list(&args.metrics).map_err(|e| format!("{e:#}"))?,
                 max_drop_pct: args.max_drop,
                 z: args.z,
+                strict: args.strict,
             };
             let comparison =
                 compare_paths(&args.base, &args.new, &options).map_err(|e| format!("{e:#}"))?;
