@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Change, CompareOptions, Method, Metric, Verdict};
+use super::{Change, CompareOptions, Method, Metric, Spread, Verdict};
 use crate::experiment::metrics::CellRow;
 
 /// A change relative to BASE, not yet judged.
@@ -40,7 +40,7 @@ pub(super) fn change(
     }
 }
 
-fn z_score(change_pct: f64, se_pct: Option<f64>) -> Option<f64> {
+pub(super) fn z_score(change_pct: f64, se_pct: Option<f64>) -> Option<f64> {
     se_pct.map(|se| {
         if change_pct == 0.0 {
             0.0
@@ -71,8 +71,81 @@ pub(super) fn judge(mut change: Change, judged: bool, options: &CompareOptions) 
     change
 }
 
+/// Fewest cells whose spread is taken as a floor.
+const SPREAD_MIN_CELLS: usize = 5;
+
+/// Timing also moves a whole cell at once (the machine's load while it
+/// ran), which per-prompt pairing cannot see. Per speed metric, the spread
+/// of the cells' change% (1.4826 × median absolute deviation: robust to the
+/// few cells that really changed; a shift of every cell moves the median,
+/// not the spread) is taken as the floor of each cell's se%. Cells with no
+/// standard error of their own keep none, identical cells keep theirs.
+pub(super) fn floor_by_spread(cells: &mut [(Change, bool)]) -> Vec<Spread> {
+    let mut spreads = Vec::new();
+    for metric in Metric::ALL.into_iter().filter(|m| m.is_timing()) {
+        let changes: Vec<f64> = cells
+            .iter()
+            .map(|(c, _)| c)
+            .filter(|c| c.metric == metric && c.method != Method::None && c.change_pct.is_finite())
+            .map(|c| c.change_pct)
+            .collect();
+        if changes.len() < SPREAD_MIN_CELLS {
+            continue;
+        }
+        let center = median(changes.clone());
+        let spread_pct = 1.4826
+            * median(
+                changes
+                    .iter()
+                    .map(|c| (c - center).abs())
+                    .collect::<Vec<_>>(),
+            );
+        spreads.push(Spread {
+            metric,
+            cells: changes.len(),
+            spread_pct,
+        });
+        for (change, _) in cells.iter_mut() {
+            let floored = change.metric == metric
+                && matches!(change.method, Method::Paired | Method::CellStandardErrors);
+            if let (true, Some(se)) = (floored, change.se_pct)
+                && spread_pct > se
+            {
+                change.se_pct = Some(spread_pct);
+                change.z = z_score(change.change_pct, change.se_pct);
+                change.method = Method::Spread;
+            }
+        }
+    }
+    spreads
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// `√Σ_g (Σ_{c∈g} se_c)²` over groups `g` of cells that share a reference
+/// cell (a speed-up inherits its reference's timing noise, so those cells
+/// err together); a cell with no reference is a group of its own, which
+/// makes it `√Σ_c se_c²` (independent cells). None if a cell has no error.
+fn pooled_se(group: &[&Change]) -> Option<f64> {
+    let mut by_reference: BTreeMap<&str, f64> = BTreeMap::new();
+    for change in group {
+        let key = change.reference.as_deref().unwrap_or(&change.name);
+        *by_reference.entry(key).or_default() += change.se_pct?;
+    }
+    Some(by_reference.values().map(|s| s * s).sum::<f64>().sqrt())
+}
+
 /// Per scheme and metric: the mean of the cells' relative changes, with the
-/// cells' standard errors combined as independent (none if a cell has none).
+/// cells' standard errors combined as independent, except that cells sharing
+/// a reference cell add up (none if a cell has none).
 /// Cells with no value (a missing reference) are left out.
 pub(super) fn pool(
     pairs: &[(&CellRow, &CellRow)],
@@ -107,11 +180,7 @@ pub(super) fn pool(
         .map(|((scheme, position), (group, left_out))| {
             let count = group.len() as f64;
             let change_pct = group.iter().map(|c| c.change_pct).sum::<f64>() / count;
-            let se_pct: Option<f64> = group
-                .iter()
-                .map(|c| c.se_pct.map(|s| s * s))
-                .sum::<Option<f64>>()
-                .map(|v| v.sqrt() / count);
+            let se_pct = pooled_se(&group).map(|v| v / count);
             let first = group[0].method;
             let method = if group.iter().all(|c| c.method == first) {
                 first
@@ -120,6 +189,13 @@ pub(super) fn pool(
                 .all(|c| matches!(c.method, Method::Identical | Method::Paired))
             {
                 Method::Paired
+            } else if group.iter().all(|c| {
+                matches!(
+                    c.method,
+                    Method::Identical | Method::Paired | Method::Spread
+                )
+            }) {
+                Method::Spread
             } else {
                 Method::Mixed
             };

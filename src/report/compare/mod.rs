@@ -91,6 +91,11 @@ impl Metric {
         }
     }
 
+    /// Timing: it moves with the machine's load while a cell runs.
+    pub fn is_timing(self) -> bool {
+        self != Metric::BlockEfficiency
+    }
+
     /// The reference cell of a speed-up.
     pub fn reference(self) -> Option<Reference> {
         match self {
@@ -190,6 +195,10 @@ pub enum Method {
     /// The two cells' standard errors in quadrature (no per-prompt data, or
     /// different prompts).
     CellStandardErrors,
+    /// The spread of the change across the comparison's cells, larger than
+    /// the cell's own paired (or cell SEs) error: timing that moved a whole
+    /// cell at once (speed metrics only).
+    Spread,
     /// Pooled over cells that were compared in different ways.
     Mixed,
     /// No value: a speed-up whose reference cell is missing.
@@ -202,6 +211,7 @@ impl Method {
             Method::Identical => "identical",
             Method::Paired => "paired",
             Method::CellStandardErrors => "cell SEs",
+            Method::Spread => "spread",
             Method::Mixed => "mixed",
             Method::None => "–",
         }
@@ -282,8 +292,21 @@ pub struct Comparison {
     pub different_tokens: Vec<String>,
     pub cells: Vec<Change>,
     pub pooled: Vec<Change>,
+    /// Per speed metric: the spread of the cells' change% (1.4826 × median
+    /// absolute deviation), the floor of each cell's se%.
+    pub spread: Vec<Spread>,
     /// Notes on what could not be checked (e.g. a CSV with no manifest).
     pub notes: Vec<String>,
+}
+
+/// How much a speed metric moved from cell to cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spread {
+    pub metric: Metric,
+    /// Cells it was measured over.
+    pub cells: usize,
+    /// 1.4826 × the median absolute deviation of the cells' change%.
+    pub spread_pct: f64,
 }
 
 impl Comparison {
@@ -401,7 +424,7 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
                 continue;
             }
             let change = values::cell_change(metric, (b, n), paired, (&base_run, &new_run));
-            cells.push(judge::judge(change, judged, options));
+            cells.push((change, judged));
         }
     }
     if unpaired > 0 {
@@ -410,6 +433,11 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
             pairs.len()
         ));
     }
+    let spread = judge::floor_by_spread(&mut cells);
+    let cells: Vec<Change> = cells
+        .into_iter()
+        .map(|(change, judged)| judge::judge(change, judged, options))
+        .collect();
     let pooled = judge::pool(&pairs, &cells, &shown, options);
     Ok(Comparison {
         base: PathBuf::new(),
@@ -436,6 +464,7 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
         different_tokens,
         cells,
         pooled,
+        spread,
         notes,
     })
 }

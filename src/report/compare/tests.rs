@@ -159,6 +159,103 @@ fn speedup_is_over_the_runs_own_target_only_cell() {
 }
 
 #[test]
+fn the_spread_across_cells_floors_a_cells_timing_error() {
+    // Six cells whose token rates moved by timing, each with a tiny error of
+    // its own: the spread across cells is the noise, and −30% is within it.
+    let cell = |id: &str, rate: f64| CellRow {
+        token_rate_mean: rate,
+        token_rate_se: Some(0.1),
+        ..row(id, 2.0, Some(0.1))
+    };
+    let ids = ["a", "b", "c", "d", "e", "f"];
+    let base = results(ids.iter().map(|id| cell(id, 100.0)).collect());
+    let moved = [0.0, 10.0, -10.0, 20.0, -20.0, -30.0];
+    let new = results(
+        ids.iter()
+            .zip(moved)
+            .map(|(id, m)| cell(id, 100.0 + m))
+            .collect(),
+    );
+    let options = only(&[Metric::TokenRate]);
+    let c = compare(&base, &new, &options).unwrap();
+    // Median −5, absolute deviations 25 15 5 5 15 25: MAD 15.
+    assert_eq!(c.spread.len(), 1);
+    assert!((c.spread[0].spread_pct - 1.4826 * 15.0).abs() < 1e-9);
+    let methods: Vec<Method> = c.cells.iter().map(|c| c.method).collect();
+    assert_eq!(methods[0], Method::Identical); // unmoved: keeps its exact zero
+    assert!(
+        methods[1..].iter().all(|m| *m == Method::Spread),
+        "{methods:?}"
+    );
+    assert!(!c.regressed(), "{}", render_text(&c));
+    // One cell far outside the others' spread is still found.
+    let moved = [0.0, 1.0, -1.0, 2.0, -2.0, -60.0];
+    let new = results(
+        ids.iter()
+            .zip(moved)
+            .map(|(id, m)| cell(id, 100.0 + m))
+            .collect(),
+    );
+    let c = compare(&base, &new, &options).unwrap();
+    let regressions = c.regressions();
+    assert_eq!(regressions[0], "cell f (token_rate)");
+    assert!(regressions[1..].iter().all(|r| r.contains("pooled")));
+    // Block efficiency is not timing: no floor.
+    let c = compare(&base, &new, &only(&[Metric::BlockEfficiency])).unwrap();
+    assert!(c.spread.is_empty());
+}
+
+#[test]
+fn cells_sharing_a_reference_pool_as_one() {
+    // Two cells of one scheme over one target-only cell: its timing noise
+    // is in both, so their errors add instead of adding in quadrature.
+    let cell = |id: &str, rate: f64| CellRow {
+        token_rate_mean: rate,
+        token_rate_se: Some(1.0),
+        ..row(id, 2.0, Some(0.1))
+    };
+    let base = results(vec![
+        target(50.0, Some(1.0)),
+        cell("a", 100.0),
+        cell("b", 100.0),
+    ]);
+    let new = results(vec![
+        target(50.0, Some(1.0)),
+        cell("a", 90.0),
+        cell("b", 90.0),
+    ]);
+    let c = compare(&base, &new, &only(&[Metric::Speedup])).unwrap();
+    let cells: Vec<&Change> = c
+        .cells
+        .iter()
+        .filter(|c| c.metric == Metric::Speedup)
+        .collect();
+    let pooled = c
+        .pooled
+        .iter()
+        .find(|c| c.metric == Metric::Speedup)
+        .unwrap();
+    let sum = cells[0].se_pct.unwrap() + cells[1].se_pct.unwrap();
+    assert!(
+        (pooled.se_pct.unwrap() - sum / 2.0).abs() < 1e-12,
+        "{pooled:?}"
+    );
+    // The raw token rate has no reference: independent cells.
+    let rate = c
+        .pooled
+        .iter()
+        .find(|c| c.metric == Metric::TokenRate && c.name == "is")
+        .unwrap();
+    let rates: Vec<f64> = c
+        .cells
+        .iter()
+        .filter(|c| c.metric == Metric::TokenRate && c.name != "dolly/target/seed1")
+        .map(|c| c.se_pct.unwrap())
+        .collect();
+    assert!((rate.se_pct.unwrap() - rates[0].hypot(rates[1]) / 2.0).abs() < 1e-12);
+}
+
+#[test]
 fn a_missing_reference_is_said_and_not_judged() {
     let base = results(vec![target(50.0, Some(1.0)), row("a", 2.0, Some(0.1))]);
     let new = results(vec![row("a", 2.0, Some(0.1))]);

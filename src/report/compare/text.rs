@@ -102,6 +102,25 @@ pub fn render_text(comparison: &Comparison) -> String {
             metric_list(&comparison.reported)
         );
     }
+    if !comparison.spread.is_empty() {
+        let spreads: Vec<String> = comparison
+            .spread
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:.2}% over {} cells",
+                    s.metric.name(),
+                    s.spread_pct,
+                    s.cells
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "timing spread from cell to cell (the floor of a cell's ±se%; method `spread` where it was larger): {}",
+            spreads.join(", ")
+        );
+    }
     for note in &comparison.notes {
         let _ = writeln!(out, "note: {note}");
     }

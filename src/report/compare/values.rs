@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::judge::change;
+use super::judge::{change, z_score};
 use super::{Change, Method, Metric, Reference, Verdict};
 use crate::experiment::generations::GenerationLine;
 use crate::experiment::metrics::{CellRow, mean, standard_error};
@@ -221,7 +221,20 @@ fn paired_change(metric: Metric, cell_id: &str, xb: &[f64], xn: &[f64]) -> Chang
     } else {
         Method::Paired
     };
-    change(cell_id, metric, xb.len(), mean(xb), mean(xn), se, method)
+    let mut change = change(cell_id, metric, xb.len(), mean(xb), mean(xn), se, method);
+    let positive = |x: &[f64]| x.iter().all(|v| v.is_finite() && *v > 0.0);
+    if metric.is_timing() && !identical && positive(xb) && positive(xn) {
+        // Timing is multiplicative (a slower scheme or a busier moment
+        // stretches every prompt by a factor): the change is the geometric
+        // mean of the per-prompt ratios, its error from their logs' spread,
+        // so prompts of very different speeds weigh alike.
+        let logs: Vec<f64> = xn.iter().zip(xb).map(|(n, b)| (n / b).ln()).collect();
+        let factor = mean(&logs).exp();
+        change.change_pct = 100.0 * (factor - 1.0);
+        change.se_pct = standard_error(&logs).map(|se| 100.0 * factor * se);
+        change.z = z_score(change.change_pct, change.se_pct);
+    }
+    change
 }
 
 /// A speed-up that cannot be computed: its reference is not in a run.
