@@ -79,6 +79,7 @@ fn compare_runs(args: CompareArgs) -> Result<ExitCode, String> {
         metrics: Metric::parse_list(&args.metrics).map_err(line)?,
         max_drop_pct: args.max_drop,
         z: args.z,
+        strict: args.strict,
     };
     let comparison = compare_paths(&args.base, &args.new, &options).map_err(line)?;
     print_result(&comparison, args.json, || render_text(&comparison))?;

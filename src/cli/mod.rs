@@ -214,8 +214,11 @@ pub struct CompareArgs {
     pub base: PathBuf,
     /// The run to judge against it (same kinds of input).
     pub new: PathBuf,
-    /// Comma-separated metrics: block_efficiency, token_rate.
-    #[arg(long, default_value = "block_efficiency,token_rate")]
+    /// Comma-separated metrics judged: block_efficiency, speedup (token rate
+    /// over the same run's target-only cell), speedup_vs_sd (over the same
+    /// run's SD cell), token_rate (raw: moves with the whole machine). The
+    /// raw token rate is shown beside a speed-up, not judged.
+    #[arg(long, default_value = "block_efficiency,speedup")]
     pub metrics: String,
     /// A drop smaller than this percentage of BASE is never a regression.
     #[arg(long, default_value_t = 5.0, value_parser = non_negative)]
@@ -223,6 +226,10 @@ pub struct CompareArgs {
     /// A drop must also be more than Z standard errors to count.
     #[arg(long, default_value_t = 3.0, value_parser = non_negative)]
     pub z: f64,
+    /// Judge a change with no standard error (one prompt per cell) by
+    /// --max-drop alone; without it such a change is not judged.
+    #[arg(long)]
+    pub strict: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -1,6 +1,9 @@
 //! `specbench compare` on small synthetic runs: a run against itself and
-//! against a re-run is identical, a weakened scheme is caught, bad input is
-//! refused with one line and exit 2.
+//! against a re-run is identical, a weakened scheme is caught, speed is
+//! judged as a speed-up over the run's own target-only cell (a uniformly
+//! slower machine passes, a slower scheme does not), one prompt gives no
+//! verdict on speed unless `--strict`, bad input is refused with one line
+//! and exit 2.
 
 use crate::common;
 
@@ -14,7 +17,7 @@ use specbench::experiment::generations::{
 use specbench::experiment::metrics::CellRow;
 use specbench::experiment::output::{CellsWriter, read_rows};
 use specbench::experiment::{Config, RunOptions, run};
-use specbench::report::compare::{CompareOptions, Method, Metric, compare_paths};
+use specbench::report::compare::{CompareOptions, Method, Metric, Verdict, compare_paths};
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("compare", name)
@@ -104,6 +107,44 @@ fn rewrite(
     }
 }
 
+/// A copy of a run's files.
+fn copy_run(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for name in ["cells.csv", GENERATIONS_FILE, "manifest.json"] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+}
+
+/// Rewrites a run as if the cells `which` picks had taken `factor` times
+/// as long: the timing columns of cells.csv and the seconds of
+/// generations.jsonl.
+fn slow_down(dir: &Path, factor: f64, which: impl Fn(&str) -> bool + Copy) {
+    rewrite(
+        dir,
+        |row| {
+            if which(&row.cell_id) {
+                row.token_rate /= factor;
+                row.token_rate_mean /= factor;
+                row.token_rate_se = row.token_rate_se.map(|s| s / factor);
+                row.gen_seconds *= factor;
+                row.wall_seconds *= factor;
+                row.select_us_per_token = row.select_us_per_token.map(|s| s * factor);
+            }
+        },
+        Some(&|line: &mut GenerationLine| {
+            if which(&line.cell_id) {
+                line.seconds *= factor;
+            }
+        }),
+    );
+}
+
+fn args<'a>(base: &'a Path, new: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![base.to_str().unwrap(), new.to_str().unwrap()];
+    args.extend_from_slice(rest);
+    args
+}
+
 #[test]
 fn a_run_against_itself_and_a_rerun_is_identical() {
     let dir = scratch("same");
@@ -113,23 +154,38 @@ fn a_run_against_itself_and_a_rerun_is_identical() {
 
     let itself = compare_paths(&a, &a, &CompareOptions::default()).unwrap();
     assert_eq!(itself.common_cells, 9);
-    assert_eq!(itself.cells.len(), 18); // two metrics per cell
+    // Block efficiency and token rate of every cell, the speed-up of every
+    // cell but the three target-only references.
+    assert_eq!(itself.cells.len(), 9 + 9 + 6);
     assert!(itself.cells.iter().all(|c| c.method == Method::Identical));
     assert!(!itself.regressed());
     assert_eq!(itself.same_tokens, 9);
 
     // A re-run on the CPU reproduces every token: block efficiency is
-    // identical; token rate is timing and is compared paired.
+    // identical; speed is timing and is compared paired.
     let rerun = compare_paths(&a, &b, &CompareOptions::default()).unwrap();
     assert_eq!(rerun.same_tokens, 9);
     assert!(rerun.different_tokens.is_empty());
     for change in &rerun.cells {
         match change.metric {
             Metric::BlockEfficiency => assert_eq!(change.method, Method::Identical),
-            Metric::TokenRate => assert!(
-                matches!(change.method, Method::Paired | Method::Identical),
+            _ => assert!(
+                matches!(
+                    change.method,
+                    Method::Paired | Method::Spread | Method::Identical
+                ),
                 "{change:?}"
             ),
+        }
+        match change.metric {
+            // The raw rate is shown beside the speed-up, not judged.
+            Metric::TokenRate => assert_eq!(change.verdict, Verdict::Reported),
+            _ => assert!(change.verdict.judged(), "{change:?}"),
+        }
+        if change.metric == Metric::Speedup {
+            let dataset = change.name.split('/').next().unwrap();
+            let reference = format!("{dataset}/target/seed1");
+            assert_eq!(change.reference.as_deref(), Some(reference.as_str()));
         }
     }
 
@@ -321,5 +377,143 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert!(stderr.contains(expected), "{expected}: {stderr}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_uniformly_slower_machine_passes_and_a_slower_scheme_does_not() {
+    let dir = scratch("slower");
+    let (base, machine, scheme) = (dir.join("base"), dir.join("machine"), dir.join("scheme"));
+    run_into(small_config("specinfer"), &base);
+
+    // Every cell 10% slower: the raw token rate drops 9.1% in every cell
+    // with no spread at all, the speed-up over the run's own target-only
+    // cell does not move.
+    copy_run(&base, &machine);
+    slow_down(&machine, 1.10, |_| true);
+    let out = specbench_with(&args(&base, &machine, &[]));
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("judged: block_efficiency"), "{stdout}");
+    assert!(stdout.contains("shown, not judged: token_rate"), "{stdout}");
+    let found = compare_paths(&base, &machine, &CompareOptions::default()).unwrap();
+    for change in &found.cells {
+        match change.metric {
+            Metric::Speedup => {
+                assert!(change.change_pct.abs() < 1e-9, "{change:?}");
+                assert_eq!(change.verdict, Verdict::Ok);
+            }
+            Metric::TokenRate => {
+                assert!(
+                    (change.change_pct + 100.0 / 11.0).abs() < 1e-9,
+                    "{change:?}"
+                );
+                assert_eq!(change.verdict, Verdict::Reported);
+            }
+            _ => assert_eq!(change.method, Method::Identical),
+        }
+    }
+    // Judged as the raw rate (the old default), the machine is a regression.
+    let out = specbench_with(&args(&base, &machine, &["--metrics", "token_rate"]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+
+    // On that slower machine, one scheme's cell half as fast again.
+    let slow_id = "dolly/1/K2/specinfer/seed1";
+    copy_run(&machine, &scheme);
+    slow_down(&scheme, 1.5, |id| id == slow_id);
+    for metric in ["speedup", "speedup_vs_sd"] {
+        let out = specbench_with(&args(&base, &scheme, &["--metrics", metric]));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert!(
+            stderr.contains(&format!("cell {slow_id} ({metric})")),
+            "{stderr}"
+        );
+    }
+    let found = compare_paths(&base, &scheme, &CompareOptions::default()).unwrap();
+    let regressed: Vec<_> = found.cells.iter().filter(|c| c.regressed).collect();
+    assert_eq!(regressed.len(), 1, "{regressed:?}");
+    assert_eq!(regressed[0].name, slow_id);
+    // Every prompt 1.5 times slower: −33.3% with (next to) no spread.
+    assert!(
+        matches!(regressed[0].method, Method::Paired | Method::Spread),
+        "{:?}",
+        regressed[0]
+    );
+    assert!((regressed[0].change_pct + 100.0 / 3.0).abs() < 1e-9);
+    assert!(
+        found
+            .regressions()
+            .iter()
+            .all(|r| r.contains("specinfer") && r.contains("speedup")),
+        "{:?}",
+        found.regressions()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_prompt_gives_no_verdict_on_speed_unless_strict() {
+    let dir = scratch("one-prompt");
+    let (a, b, slow) = (dir.join("a"), dir.join("b"), dir.join("slow"));
+    let one_prompt = || {
+        let mut config = small_config("specinfer");
+        config.data.prompts = 1;
+        config
+    };
+    run_into(one_prompt(), &a);
+    run_into(one_prompt(), &b);
+
+    // Two runs of one commit: the tokens are identical, the speed-ups have
+    // no standard error, so they are not judged and the job passes whatever
+    // the timing did.
+    let out = specbench_with(&args(&a, &b, &[]));
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("not judged: no noise estimate"), "{stdout}");
+    let found = compare_paths(&a, &b, &CompareOptions::default()).unwrap();
+    assert_eq!(found.same_tokens, 9);
+    for change in found.cells.iter().chain(&found.pooled) {
+        match change.metric {
+            Metric::BlockEfficiency => assert_eq!(change.method, Method::Identical),
+            Metric::Speedup if change.method != Method::Identical => {
+                assert_eq!(change.se_pct, None, "{change:?}");
+                assert_eq!(change.verdict, Verdict::NoNoiseEstimate, "{change:?}");
+            }
+            _ => {}
+        }
+    }
+
+    // --strict judges them by --max-drop alone, as compare did before: a
+    // cell fails exactly when it dropped more than 5%.
+    let strict = CompareOptions {
+        strict: true,
+        ..CompareOptions::default()
+    };
+    let judged = compare_paths(&a, &b, &strict).unwrap();
+    for change in judged.cells.iter().chain(&judged.pooled) {
+        if change.metric == Metric::Speedup && change.method != Method::Identical {
+            assert!(change.verdict.judged(), "{change:?}");
+            assert_eq!(change.regressed, change.change_pct < -5.0, "{change:?}");
+        }
+    }
+    let out = specbench_with(&args(&a, &b, &["--strict"]));
+    let code = if judged.regressed() { 1 } else { 0 };
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out.stdout));
+
+    // A scheme 1.5 times slower in one cell: not judged without a noise
+    // estimate, a regression with --strict.
+    let slow_id = "xsum/1/K2/specinfer/seed1";
+    copy_run(&a, &slow);
+    slow_down(&slow, 1.5, |id| id == slow_id);
+    let out = specbench_with(&args(&a, &slow, &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = specbench_with(&args(&a, &slow, &["--strict"]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cell {slow_id} (speedup)")),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
