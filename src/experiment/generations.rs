@@ -17,8 +17,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Cell;
-use crate::data::Dataset;
 use super::quality_columns::generated_text;
+use crate::data::Dataset;
 use crate::decode::Generation;
 use crate::model::Tokenizer;
 

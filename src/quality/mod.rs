@@ -3,7 +3,7 @@
 //! packages compute them — `rouge-score` 0.1.2 (`RougeScorer(["rougeL"])`,
 //! no stemmer) and `sacrebleu` 2.6 (`corpus_bleu`, its defaults) — and
 //! checked against values those packages wrote (`scripts/quality_fixtures.py`,
-//! `tests/quality.rs`, to 1e-6).
+//! `tests/it/quality.rs`, to 1e-6).
 
 mod bleu;
 mod rouge;

@@ -12,7 +12,7 @@
 //!   on at most [`RACE_SAMPLES`] positions (each costs a race over both
 //!   supports).
 //!
-//! Drafter invariance (i) is a sequence-level property: `tests/race.rs`.
+//! Drafter invariance (i) is a sequence-level property: `tests/it/race.rs`.
 
 use std::collections::BTreeMap;
 
