@@ -2,16 +2,12 @@
 //! one target call, then the block verifier keeps the last prefix whose
 //! keep-test succeeds and samples the next token from its residual.
 
-use std::time::Instant;
-
 use anyhow::Result;
 
-use super::{
-    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process,
-    roll_back, score_drafts,
-};
+use super::round::{Session, draft_call};
+use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, process};
 use crate::dist::Dist;
-use crate::model::{CausalLm, Positions};
+use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::block::BlockVerifier;
 
@@ -23,86 +19,84 @@ pub fn generate(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
-    check_pair(target, draft, prompt, config)?;
-    let length = config.draft_len;
-    let eos = target.eos_token();
-    target.reset();
-    draft.reset();
-    let mut context = prompt.to_vec();
-    let mut out = Generation::default();
-    let start = Instant::now();
-    let mut selecting = 0.0;
+    let mut session = Session::start(target, draft, prompt, config)?;
     let mut done = false;
     while !done {
-        // 1. Drafting one chain.
-        let mut tokens: Vec<u32> = Vec::with_capacity(length);
-        let mut q_laws: Vec<Dist> = Vec::with_capacity(length);
-        for t in 0..length {
-            let pending: Vec<u32> = if t == 0 {
-                context[draft.cached_len()..].to_vec()
-            } else {
-                vec![tokens[t - 1]]
-            };
-            let logits = draft.forward(&[&pending], Positions::Last)?;
-            out.draft_calls += 1;
-            let q = process(&config.drafts[0], logits.at(0, 0)?, "draft")?;
-            out.rows_moved += logits.rows_moved();
-            tokens.push(q.sample(rng.uniform()));
-            q_laws.push(q);
-        }
-
-        // 2. One target call at every prefix of the chain.
-        let scores = score_drafts(target, &context, std::slice::from_ref(&tokens))?;
-        out.target_calls += 1;
-        let p_laws: Vec<Dist> = (0..=length)
+        let (tokens, q_laws) = draft_chain(draft, &mut session, config, rng)?;
+        // One target call at every prefix of the chain.
+        let scores = session.score(target, std::slice::from_ref(&tokens))?;
+        let p_laws: Vec<Dist> = (0..=config.draft_len)
             .map(|t| process(&config.target, scores.at(0, t)?, "target"))
             .collect::<Result<_>>()?;
-        out.rows_moved += scores.rows_moved();
-
-        // 3. Block verification.
-        let began = Instant::now();
+        session.moved(&scores);
+        let mut round = RoundRecord::default();
         let verifier = BlockVerifier {
             p: p_laws.iter().collect(),
             q: q_laws.iter().collect(),
             tokens: &tokens,
         };
-        let weights = verifier.weights();
-        let uniforms: Vec<f64> = (0..length).map(|_| rng.uniform()).collect();
-        let tau = verifier.keep(&weights, &uniforms);
-        let next = verifier.next_law(&weights, tau);
-        let u = rng.uniform();
-        let y = crate::dist::sample_with(next.len(), |i| next[i].1, u)
-            .map(|i| next[i].0)
-            .expect("a next-token law has mass");
-        let took = began.elapsed().as_secs_f64();
-        selecting += took;
+        let (tau, y) = session.clock.select(&mut round, || verify(&verifier, rng));
         let mut emitted: Vec<u32> = tokens[..tau].to_vec();
         emitted.push(y);
-        let mut round = RoundRecord {
-            emitted: emitted.len(),
-            accepted: tau,
-            selection_us: took * 1e6,
-            ..RoundRecord::default()
-        };
+        round.accepted = tau;
         if config.log_nodes {
-            for t in 0..length.min(tau + 1) {
-                round.nodes.push(NodeRecord {
-                    depth: t + 1,
-                    drafts: 1,
-                    landed: t < tau,
-                    accept: None,
-                    pstar: None,
-                });
-            }
+            round.nodes = chain_nodes(config.draft_len, tau);
         }
-
-        // 4. Keep what counts, roll both caches back.
-        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
-        out.rounds.push(round);
-        roll_back(target, 0, context.len())?;
-        roll_back(draft, 0, context.len())?;
+        done = session.end_round(&emitted, round, config);
+        session.roll_back(target, 0)?;
+        session.roll_back(draft, 0)?;
     }
-    out.seconds = start.elapsed().as_secs_f64();
-    out.selection_seconds = selecting;
-    Ok(out)
+    Ok(session.finish())
+}
+
+/// Drafts one chain of L tokens, one draft call per token, and the law
+/// each was drawn from.
+fn draft_chain(
+    draft: &mut dyn CausalLm,
+    session: &mut Session,
+    config: &DecodeConfig,
+    rng: &mut SpecRng,
+) -> Result<(Vec<u32>, Vec<Dist>)> {
+    let processing = &config.drafts[0];
+    let law = |logits: &Logits| process(processing, logits.at(0, 0)?, "draft");
+    let mut tokens: Vec<u32> = Vec::with_capacity(config.draft_len);
+    let mut q_laws: Vec<Dist> = Vec::with_capacity(config.draft_len);
+    for t in 0..config.draft_len {
+        let q = match t {
+            0 => session.prefill_draft(draft, law)?,
+            _ => draft_call(&mut session.out, draft, &[&tokens[t - 1..t]], law)?,
+        };
+        tokens.push(q.sample(rng.uniform()));
+        q_laws.push(q);
+    }
+    Ok((tokens, q_laws))
+}
+
+/// The block verifier's keep-test over the chain (L uniforms), then the
+/// next token from the kept prefix's residual (one more): the number of
+/// draft tokens kept and the token after them.
+fn verify(verifier: &BlockVerifier, rng: &mut SpecRng) -> (usize, u32) {
+    let weights = verifier.weights();
+    let uniforms: Vec<f64> = (0..verifier.tokens.len()).map(|_| rng.uniform()).collect();
+    let tau = verifier.keep(&weights, &uniforms);
+    let next = verifier.next_law(&weights, tau);
+    let u = rng.uniform();
+    let y = crate::dist::sample_with(next.len(), |i| next[i].1, u)
+        .map(|i| next[i].0)
+        .expect("a next-token law has mass");
+    (tau, y)
+}
+
+/// The log's nodes of a round that kept `tau` of `length` draft tokens:
+/// every depth the verifier looked at, landed up to `tau`.
+fn chain_nodes(length: usize, tau: usize) -> Vec<NodeRecord> {
+    (0..length.min(tau + 1))
+        .map(|t| NodeRecord {
+            depth: t + 1,
+            drafts: 1,
+            landed: t < tau,
+            accept: None,
+            pstar: None,
+        })
+        .collect()
 }

@@ -1,27 +1,29 @@
 //! Sequence level: multi-draft speculative decoding over [`CausalLm`]s.
 //!
-//! One round (`SCHEMES.md` §2.1): the draft model drafts K sequences of L
-//! tokens in one batch per position, the target scores all K in one call,
-//! the walk runs the selection scheme depth by depth, and both caches roll
-//! back to the accepted prefix, keeping the draft row that survived.
-//! [`autoregressive`] is the target-only baseline.
+//! A round drafts from the draft model, scores every drafted row in one
+//! target call, lets the scheme pick the emitted tokens, and rolls both
+//! caches back to the accepted prefix, keeping the draft row that survived.
+//! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
+//! (K drafts walked depth by depth, `SCHEMES.md` §2.1), [`race`] (ERSD's
+//! shared races over a drafted tree) and [`block`] (block verification of
+//! one chain); the steps they share are in `round`. [`autoregressive`] is
+//! the target-only baseline.
 
 pub mod block;
 pub mod exact;
 pub mod race;
+mod round;
 pub mod walk;
 
-use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::dist::{Dist, Processing};
-use crate::model::{CausalLm, Logits, Positions};
+use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
-use crate::select::optimal::pstar;
 use crate::select::race::RankHistogram;
-use crate::select::{Decoding, Drafts, Scheme, drafts_used};
+use crate::select::{Decoding, Drafts, Scheme};
 
 pub use walk::surviving_rows;
 
@@ -123,127 +125,15 @@ pub fn generate(
     rng: &mut SpecRng,
 ) -> Result<Generation> {
     match scheme.decoding() {
-        Decoding::Walk => {}
+        Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
         Decoding::Race(tree) => {
             if !config.identical_drafts() {
                 bail!("ersd needs identical drafts (one draft temperature)");
             }
-            return race::generate(target, draft, prompt, tree, config, rng);
+            race::generate(target, draft, prompt, tree, config, rng)
         }
-        Decoding::Block => return block::generate(target, draft, prompt, config, rng),
+        Decoding::Block => block::generate(target, draft, prompt, config, rng),
     }
-    check_pair(target, draft, prompt, config)?;
-    let k = drafts_used(scheme, config.drafts.len());
-    let identical = config.identical_drafts();
-    let eos = target.eos_token();
-    let length = config.draft_len;
-    target.reset();
-    draft.reset();
-    let mut context = prompt.to_vec();
-    let mut out = Generation::default();
-    let start = Instant::now();
-    let mut logging = Duration::ZERO;
-    let mut selecting = Duration::ZERO;
-    let mut done = false;
-    while !done {
-        // 1. Drafting: the shared context once, then K rows per position.
-        let mut tokens: Vec<Vec<u32>> = vec![Vec::with_capacity(length); k];
-        let mut laws: Vec<Vec<Rc<Dist>>> = vec![Vec::with_capacity(length); k];
-        let pending = &context[draft.cached_len()..];
-        let logits = draft.forward(&[pending], Positions::Last)?;
-        out.draft_calls += 1;
-        let firsts = first_laws(logits.at(0, 0)?, &config.drafts[..k])?;
-        out.rows_moved += logits.rows_moved();
-        let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
-        let first_drafts = drafts_of(&first_refs, identical);
-        let tuple = scheme.draft_law().sampler(&first_drafts).draw(rng);
-        let rows = tuple.len();
-        for (r, &x) in tuple.iter().enumerate() {
-            tokens[r].push(x);
-            laws[r].push(firsts[r].clone());
-        }
-        tokens.truncate(rows);
-        laws.truncate(rows);
-        draft.select_rows(&vec![0; rows])?;
-        for t in 1..length {
-            let feed: Vec<&[u32]> = tokens.iter().map(|row| &row[t - 1..t]).collect();
-            let logits = draft.forward(&feed, Positions::Last)?;
-            out.draft_calls += 1;
-            for r in 0..rows {
-                // Rows with the same prefix and processing share one law.
-                let twin = (0..r).find(|&s| {
-                    tokens[s][..t] == tokens[r][..t] && config.drafts[s] == config.drafts[r]
-                });
-                let q = match twin {
-                    Some(s) => laws[s][t].clone(),
-                    None => Rc::new(process(&config.drafts[r], logits.at(r, 0)?, "draft")?),
-                };
-                tokens[r].push(q.sample(rng.uniform()));
-                laws[r].push(q);
-            }
-            out.rows_moved += logits.rows_moved();
-        }
-
-        // 2. One target call scores every draft at every depth.
-        let scores = score_drafts(target, &context, &tokens)?;
-        out.target_calls += 1;
-
-        // 3. The walk.
-        let mut valid: Vec<usize> = (0..rows).collect();
-        let mut emitted = Vec::with_capacity(length + 1);
-        let mut round = RoundRecord::default();
-        let mut all_landed = true;
-        for t in 0..length {
-            let p = process(&config.target, scores.at(valid[0], t)?, "target")?;
-            let node_laws: Vec<&Dist> = valid.iter().map(|&r| laws[r][t].as_ref()).collect();
-            let drafts = drafts_of(&node_laws, identical);
-            let inputs: Vec<u32> = valid.iter().map(|&r| tokens[r][t]).collect();
-            let began = Instant::now();
-            let prepared = scheme
-                .prepare(&p, &drafts)
-                .with_context(|| format!("{} at depth {}", scheme.label(), t + 1))?;
-            let y = prepared.select(&inputs, rng);
-            let took = began.elapsed();
-            out.fallbacks += usize::from(prepared.fallback());
-            selecting += took;
-            round.selection_us += took.as_secs_f64() * 1e6;
-            if config.log_nodes {
-                let began = Instant::now();
-                round.nodes.push(NodeRecord {
-                    depth: t + 1,
-                    drafts: inputs.len(),
-                    landed: inputs.contains(&y),
-                    accept: prepared.acceptance().or(prepared.selection_acceptance()),
-                    pstar: node_pstar(&p, &drafts),
-                });
-                logging += began.elapsed();
-            }
-            emitted.push(y);
-            let next = surviving_rows(&valid, |r| tokens[r][t], y);
-            if next.is_empty() {
-                all_landed = false;
-                break;
-            }
-            round.accepted += 1;
-            valid = next;
-        }
-        if all_landed {
-            let bonus = process(&config.target, scores.at(valid[0], length)?, "target")?;
-            emitted.push(bonus.sample(rng.uniform()));
-        }
-        out.rows_moved += scores.rows_moved();
-
-        // 4. Keep what counts, roll both caches back to the new context.
-        round.emitted = emitted.len();
-        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
-        out.rounds.push(round);
-        let survivor = valid[0];
-        roll_back(target, survivor, context.len())?;
-        roll_back(draft, survivor, context.len())?;
-    }
-    out.seconds = (start.elapsed() - logging).as_secs_f64();
-    out.selection_seconds = selecting.as_secs_f64();
-    Ok(out)
 }
 
 /// The target-only baseline: one target call per token.
@@ -288,128 +178,12 @@ pub(crate) fn sample_target(
     Ok(out)
 }
 
-/// The round's target call: prefill the context up to its last token
-/// (cached from earlier rounds), repeat that row once per draft row, then
-/// score `[last context token, draft tokens…]` of every row at every
-/// position.
-pub(crate) fn score_drafts(
-    target: &mut dyn CausalLm,
-    context: &[u32],
-    rows: &[Vec<u32>],
-) -> Result<Logits> {
-    let last = context.len() - 1;
-    if target.cached_len() < last {
-        target.forward(&[&context[target.cached_len()..last]], Positions::Last)?;
-    }
-    target.select_rows(&vec![0; rows.len()])?;
-    let feeds: Vec<Vec<u32>> = rows
-        .iter()
-        .map(|row| {
-            std::iter::once(context[last])
-                .chain(row.iter().copied())
-                .collect()
-        })
-        .collect();
-    let feed: Vec<&[u32]> = feeds.iter().map(Vec::as_slice).collect();
-    target.forward(&feed, Positions::All)
-}
-
-/// Appends a round's emitted tokens to the output and context, stopping
-/// after the first EOS or at `max_new_tokens` (later tokens are neither
-/// kept nor counted). Returns whether generation is done.
-pub(crate) fn keep_emitted(
-    emitted: &[u32],
-    out: &mut Generation,
-    context: &mut Vec<u32>,
-    round: &mut RoundRecord,
-    config: &DecodeConfig,
-    eos: Option<u32>,
-) -> bool {
-    for &y in emitted {
-        if out.tokens.len() == config.max_new_tokens {
-            return true;
-        }
-        out.tokens.push(y);
-        context.push(y);
-        round.kept += 1;
-        if Some(y) == eos {
-            return true;
-        }
-    }
-    out.tokens.len() >= config.max_new_tokens
-}
-
-/// Keeps the surviving row and drops every cached position past the new
-/// context but its last token (which the next round feeds).
-pub(crate) fn roll_back(
-    model: &mut dyn CausalLm,
-    survivor: usize,
-    context_len: usize,
-) -> Result<()> {
-    model.select_rows(&[survivor])?;
-    let keep = model.cached_len().min(context_len - 1);
-    model.truncate(keep)
-}
-
-pub(crate) fn check_pair(
-    target: &dyn CausalLm,
-    draft: &dyn CausalLm,
-    prompt: &[u32],
-    config: &DecodeConfig,
-) -> Result<()> {
-    if prompt.is_empty() {
-        bail!("the prompt is empty: it needs at least the BOS token");
-    }
-    if config.drafts.is_empty() || config.draft_len == 0 {
-        bail!("speculative decoding needs at least one draft and a draft length of at least 1");
-    }
-    if target.vocab_size() != draft.vocab_size() {
-        bail!(
-            "the target has {} logits and the draft {}: use a draft/target pair with one vocabulary",
-            target.vocab_size(),
-            draft.vocab_size()
-        );
-    }
-    Ok(())
-}
-
-/// The draft laws at the shared context, one per row, computed once per
-/// distinct processing.
-fn first_laws(logits: &[f32], processing: &[Processing]) -> Result<Vec<Rc<Dist>>> {
-    let mut laws: Vec<Rc<Dist>> = Vec::with_capacity(processing.len());
-    for (r, proc) in processing.iter().enumerate() {
-        let law = match processing[..r].iter().position(|earlier| earlier == proc) {
-            Some(s) => laws[s].clone(),
-            None => Rc::new(process(proc, logits, "draft")?),
-        };
-        laws.push(law);
-    }
-    Ok(laws)
-}
-
 /// The drafts a node sees: one law K′ times, or one law per draft.
 pub(crate) fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
     if identical {
         Drafts::identical(laws[0], laws.len())
     } else {
         Drafts::independent(laws.to_vec())
-    }
-}
-
-/// `P*` at a node, where it is cheap enough to compute inside a run: the
-/// sorted prefix for identical drafts (or one draft); the min-cut over input
-/// sets for non-identical drafts only when their supports are small.
-fn node_pstar(p: &Dist, drafts: &Drafts) -> Option<f64> {
-    const SET_BUDGET: f64 = 4096.0;
-    let tuples: f64 = drafts
-        .laws()
-        .iter()
-        .map(|q| q.support().len() as f64)
-        .product();
-    if drafts.is_identical() || drafts.k() == 1 || tuples <= SET_BUDGET {
-        pstar(p, drafts).ok()
-    } else {
-        None
     }
 }
 

@@ -21,20 +21,17 @@
 //! one target call scores every row at every depth.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{
-    DecodeConfig, Generation, NodeRecord, RoundRecord, check_pair, keep_emitted, process,
-    roll_back, score_drafts,
-};
-use crate::dist::Dist;
-use crate::model::{CausalLm, Positions};
+use super::round::{Descent, Session, draft_call};
+use super::{DecodeConfig, Generation, NodeRecord, process, surviving_rows};
+use crate::dist::{Dist, Processing};
+use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::RaceTree;
 use crate::select::race::{
-    Race, Tree, first_arrivals, multi_draft_tree, optimal_tree, race_winner, rank_of,
+    Race, RankHistogram, Tree, first_arrivals, multi_draft_tree, optimal_tree, race_winner, rank_of,
 };
 
 /// Decodes `prompt` with ERSD: `config.drafts.len()` = K and `draft_len` = L
@@ -47,54 +44,109 @@ pub fn generate(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
-    check_pair(target, draft, prompt, config)?;
+    let mut session = Session::start(target, draft, prompt, config)?;
     let race = Race::new(rng.next_u64());
-    let (k, length) = (config.drafts.len(), config.draft_len);
-    let eos = target.eos_token();
-    target.reset();
-    draft.reset();
-    let mut context = prompt.to_vec();
-    let mut out = Generation::default();
     let mut ranks = config.rank_calibration.clone();
-    let start = Instant::now();
-    let mut selecting = 0.0;
     let mut done = false;
     while !done {
-        // Absolute position of the round's first output token.
-        let base = out.tokens.len() as u64;
-        let old_context = context.len();
-        let tree = match shape {
-            // τ* labels ranks by decreasing measured probability; the race
-            // drafts them as arrival ranks 1, 2, … (the i.i.d. model's
-            // convention), so the first child of every node always exists.
-            // With no ranked winner observed yet, τ* is empty: draft chains.
-            RaceTree::Optimal => Some(optimal_tree(&ranks.law(), k * length))
-                .filter(|tree| !tree.is_empty())
-                .unwrap_or_else(|| multi_draft_tree(k, length)),
-            RaceTree::Chains => multi_draft_tree(k, length),
+        let round = RaceRound {
+            race: &race,
+            base: session.out.tokens.len() as u64,
+            config,
         };
-        // 1. Drafting, depth by depth.
-        let drafted = draft_tree(draft, &context, &tree, &race, base, config, &mut out)?;
-        let rows = drafted.leaves.len();
+        let old_context = session.context.len();
+        let tree = tree_for(shape, &ranks, config);
+        let drafted = round.draft_tree(draft, &mut session, &tree)?;
+        let scores = session.score(target, &drafted.tokens)?;
+        let descent = round.verify(&scores, &drafted, &mut ranks, &mut session)?;
+        session.moved(&scores);
+        let survivor = descent.survivor();
+        let reached = &drafted.leaves[survivor][..descent.round.accepted];
+        drafted.roll_back_draft(draft, reached, old_context)?;
+        done = session.end_round(&descent.emitted, descent.round, config);
+        session.roll_back(target, survivor)?;
+    }
+    let mut out = session.finish();
+    out.ranks = ranks;
+    Ok(out)
+}
 
-        // 2. One target call scores every root-to-leaf path at every depth.
-        let scores = score_drafts(target, &context, &drafted.tokens)?;
-        out.target_calls += 1;
+/// The round's tree of rank paths.
+fn tree_for(shape: RaceTree, ranks: &RankHistogram, config: &DecodeConfig) -> Tree {
+    let (k, length) = (config.drafts.len(), config.draft_len);
+    match shape {
+        // τ* labels ranks by decreasing measured probability; the race
+        // drafts them as arrival ranks 1, 2, … (the i.i.d. model's
+        // convention), so the first child of every node always exists.
+        // With no ranked winner observed yet, τ* is empty: draft chains.
+        RaceTree::Optimal => Some(optimal_tree(&ranks.law(), k * length))
+            .filter(|tree| !tree.is_empty())
+            .unwrap_or_else(|| multi_draft_tree(k, length)),
+        RaceTree::Chains => multi_draft_tree(k, length),
+    }
+}
 
-        // 3. Verification: the target's race winner at each position.
-        let mut valid: Vec<usize> = (0..rows).collect();
-        let mut emitted = Vec::new();
-        let mut round = RoundRecord::default();
+/// What a round's drafting and verification share: the race, and the
+/// absolute output position of the round's first token (race positions
+/// are absolute, so that the stream does not depend on how rounds fall).
+struct RaceRound<'a> {
+    race: &'a Race,
+    base: u64,
+    config: &'a DecodeConfig,
+}
+
+impl RaceRound<'_> {
+    /// Drafts `tree` (rank paths) from the context: the node at rank path
+    /// `v` has as children the arrivals of ranks `{r : v + (r) ∈ tree}` of
+    /// the draft race at position `base + |v|`. Children beyond the draft
+    /// law's support do not exist, nor do their subtrees.
+    fn draft_tree(
+        &self,
+        draft: &mut dyn CausalLm,
+        session: &mut Session,
+        tree: &Tree,
+    ) -> Result<DraftedTree> {
+        let processing = &self.config.drafts[0];
+        let root = session.prefill_draft(draft, |logits| {
+            process(processing, logits.at(0, 0)?, "draft")
+        })?;
+        let mut drafting = TreeDraft::new(tree, root);
+        let depth = drafting.depth();
+        for t in 0..depth {
+            drafting.draw_children(t, self.race, self.base + t as u64);
+            if t + 1 == depth {
+                break;
+            }
+            let internal = drafting.internal_nodes(t);
+            if internal.is_empty() {
+                break;
+            }
+            drafting.draft_laws(draft, &mut session.out, internal, processing)?;
+        }
+        Ok(drafting.into_rows())
+    }
+
+    /// Verification: the target's race winner at each position, down the
+    /// rows whose drafted token it is. At a node with drafted children the
+    /// winner's rank in the node's draft race is recorded (`τ*`'s law).
+    fn verify(
+        &self,
+        scores: &Logits,
+        drafted: &DraftedTree,
+        ranks: &mut RankHistogram,
+        session: &mut Session,
+    ) -> Result<Descent> {
+        let mut descent = Descent::new(drafted.leaves.len());
         for t in 0.. {
-            let p = process(&config.target, scores.at(valid[0], t)?, "target")?;
-            let began = Instant::now();
-            let y = race_winner(&race, base + t as u64, &p);
-            let took = began.elapsed().as_secs_f64();
-            selecting += took;
-            round.selection_us += took * 1e6;
-            emitted.push(y);
+            let p = descent.target_law(scores, t, self.config)?;
+            let position = self.base + t as u64;
+            let y = session
+                .clock
+                .select(&mut descent.round, || race_winner(self.race, position, &p));
+            descent.emitted.push(y);
             // The drafted children of this node: rows whose path goes deeper.
-            let children: Vec<usize> = valid
+            let children: Vec<usize> = descent
+                .valid
                 .iter()
                 .copied()
                 .filter(|&r| drafted.leaves[r].len() > t)
@@ -103,46 +155,18 @@ pub fn generate(
                 break; // a leaf: y is the bonus token
             }
             let node = &drafted.leaves[children[0]][..t];
-            let q = &drafted.laws[node];
-            ranks.record(rank_of(&race, base + t as u64, q, y));
-            let next: Vec<usize> = children
-                .iter()
-                .copied()
-                .filter(|&r| drafted.tokens[r][t] == y)
-                .collect();
-            if config.log_nodes {
-                let mut distinct: Vec<u32> =
-                    children.iter().map(|&r| drafted.tokens[r][t]).collect();
-                distinct.sort_unstable();
-                distinct.dedup();
-                round.nodes.push(NodeRecord {
-                    depth: t + 1,
-                    drafts: distinct.len(),
-                    landed: !next.is_empty(),
-                    accept: None,
-                    pstar: None,
-                });
+            ranks.record(rank_of(self.race, position, &drafted.laws[node], y));
+            let next = surviving_rows(&children, |r| drafted.tokens[r][t], y);
+            if self.config.log_nodes {
+                let node = drafted.node_record(t, &children, !next.is_empty());
+                descent.round.nodes.push(node);
             }
-            if next.is_empty() {
+            if !descent.descend(next) {
                 break;
             }
-            round.accepted += 1;
-            valid = next;
         }
-        out.rows_moved += scores.rows_moved();
-
-        // 4. Keep what counts, roll both caches back.
-        round.emitted = emitted.len();
-        done = keep_emitted(&emitted, &mut out, &mut context, &mut round, config, eos);
-        let reached = &drafted.leaves[valid[0]][..round.accepted];
-        drafted.roll_back_draft(draft, reached, old_context)?;
-        out.rounds.push(round);
-        roll_back(target, valid[0], context.len())?;
+        Ok(descent)
     }
-    out.seconds = start.elapsed().as_secs_f64();
-    out.selection_seconds = selecting;
-    out.ranks = ranks;
-    Ok(out)
 }
 
 /// A drafted tree as model rows: one per leaf.
@@ -158,6 +182,21 @@ struct DraftedTree {
 }
 
 impl DraftedTree {
+    /// The log's record of the node at depth `t + 1` whose drafted children
+    /// are the rows `children`: as many drafts as distinct child tokens.
+    fn node_record(&self, t: usize, children: &[usize], landed: bool) -> NodeRecord {
+        let mut distinct: Vec<u32> = children.iter().map(|&r| self.tokens[r][t]).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        NodeRecord {
+            depth: t + 1,
+            drafts: distinct.len(),
+            landed,
+            accept: None,
+            pstar: None,
+        }
+    }
+
     /// Keeps the draft row that shares the longest prefix with the node the
     /// verification reached, cut to that prefix: the draft cache then holds
     /// the old context plus accepted tokens only.
@@ -181,132 +220,146 @@ impl DraftedTree {
     }
 }
 
-/// Drafts `tree` (rank paths) from the context: the node at rank path `v`
-/// has as children the arrivals of ranks `{r : v + (r) ∈ tree}` of the draft
-/// race at position `base + |v|`. Children beyond the draft law's support
-/// do not exist, nor do their subtrees.
-fn draft_tree(
-    draft: &mut dyn CausalLm,
-    context: &[u32],
-    tree: &Tree,
-    race: &Race,
-    base: u64,
-    config: &DecodeConfig,
-    out: &mut Generation,
-) -> Result<DraftedTree> {
-    let leaves: Vec<Vec<usize>> = tree
-        .iter()
-        .filter(|v| !tree.iter().any(|w| w.len() > v.len() && w.starts_with(v)))
-        .cloned()
-        .collect();
-    let depth = leaves.iter().map(Vec::len).max().unwrap_or(0);
-    let mut laws: HashMap<Vec<usize>, Dist> = HashMap::new();
-    // Tokens of every node, by rank path.
-    let mut tokens_of: HashMap<Vec<usize>, u32> = HashMap::new();
-    let pending = &context[draft.cached_len()..];
-    let logits = draft.forward(&[pending], Positions::Last)?;
-    out.draft_calls += 1;
-    laws.insert(
-        Vec::new(),
-        process(&config.drafts[0], logits.at(0, 0)?, "draft")?,
-    );
-    out.rows_moved += logits.rows_moved();
-    let mut rows: Vec<Vec<usize>> = vec![Vec::new()]; // rank path each model row holds
-    for t in 0..depth {
-        // Children at depth t + 1 of every node at depth t.
-        for leaf in &leaves {
-            if leaf.len() <= t || tokens_of.contains_key(&leaf[..=t]) {
+/// A tree while it is drafted, depth by depth: tokens and draft laws by
+/// rank path, and the node each row of the draft model holds.
+struct TreeDraft<'a> {
+    tree: &'a Tree,
+    /// The tree's nodes that no other node extends.
+    leaves: Vec<Vec<usize>>,
+    laws: HashMap<Vec<usize>, Dist>,
+    tokens_of: HashMap<Vec<usize>, u32>,
+    rows: Vec<Vec<usize>>,
+}
+
+impl<'a> TreeDraft<'a> {
+    /// The root's law drawn, nothing else: one draft row, at the root.
+    fn new(tree: &'a Tree, root: Dist) -> Self {
+        let leaves = tree
+            .iter()
+            .filter(|v| !tree.iter().any(|w| w.len() > v.len() && w.starts_with(v)))
+            .cloned()
+            .collect();
+        Self {
+            tree,
+            leaves,
+            laws: HashMap::from([(Vec::new(), root)]),
+            tokens_of: HashMap::new(),
+            rows: vec![Vec::new()],
+        }
+    }
+
+    fn depth(&self) -> usize {
+        self.leaves.iter().map(Vec::len).max().unwrap_or(0)
+    }
+
+    /// The children at depth `t + 1` of every drafted node at depth `t`:
+    /// the arrivals of the ranks the tree asks for in the node's draft race
+    /// at `position`.
+    fn draw_children(&mut self, t: usize, race: &Race, position: u64) {
+        for leaf in &self.leaves {
+            if leaf.len() <= t || self.tokens_of.contains_key(&leaf[..=t]) {
                 continue;
             }
-            let Some(q) = laws.get(&leaf[..t]) else {
+            let Some(q) = self.laws.get(&leaf[..t]) else {
                 continue; // the parent was never drafted
             };
-            let children: Vec<&Vec<usize>> = tree
+            let children: Vec<&Vec<usize>> = self
+                .tree
                 .iter()
                 .filter(|w| w.len() == t + 1 && w.starts_with(&leaf[..t]))
                 .collect();
             let wanted = children.iter().map(|w| w[t]).max().unwrap_or(1);
-            let arrivals = first_arrivals(race, base + t as u64, q, wanted);
+            let arrivals = first_arrivals(race, position, q, wanted);
             for w in children {
                 if let Some(&x) = arrivals.get(w[t] - 1) {
-                    tokens_of.insert(w.clone(), x);
+                    self.tokens_of.insert(w.clone(), x);
                 }
             }
         }
-        if t + 1 == depth {
-            break;
-        }
-        // The draft laws at depth t + 1: one row per internal node there.
-        let internal: Vec<Vec<usize>> = {
-            let mut v: Vec<Vec<usize>> = leaves
-                .iter()
-                .filter(|l| l.len() > t + 1 && tokens_of.contains_key(&l[..=t]))
-                .map(|l| l[..=t].to_vec())
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
-        if internal.is_empty() {
-            break;
-        }
+    }
+
+    /// The drafted nodes at depth `t + 1` with children to draft, sorted.
+    fn internal_nodes(&self, t: usize) -> Vec<Vec<usize>> {
+        let mut v: Vec<Vec<usize>> = self
+            .leaves
+            .iter()
+            .filter(|l| l.len() > t + 1 && self.tokens_of.contains_key(&l[..=t]))
+            .map(|l| l[..=t].to_vec())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The draft laws at `internal` (nodes one deeper than the rows): one
+    /// model row per node, its parent's row fed the node's token.
+    fn draft_laws(
+        &mut self,
+        draft: &mut dyn CausalLm,
+        out: &mut Generation,
+        internal: Vec<Vec<usize>>,
+        processing: &Processing,
+    ) -> Result<()> {
         let parents: Vec<usize> = internal
             .iter()
             .map(|v| {
-                rows.iter()
-                    .position(|r| r[..] == v[..t])
+                let parent = &v[..v.len() - 1];
+                self.rows
+                    .iter()
+                    .position(|r| r[..] == *parent)
                     .expect("parent row")
             })
             .collect();
         draft.select_rows(&parents)?;
-        let feed: Vec<[u32; 1]> = internal.iter().map(|v| [tokens_of[v]]).collect();
+        let feed: Vec<[u32; 1]> = internal.iter().map(|v| [self.tokens_of[v]]).collect();
         let feed: Vec<&[u32]> = feed.iter().map(|f| &f[..]).collect();
-        let logits = draft.forward(&feed, Positions::Last)?;
-        out.draft_calls += 1;
-        for (i, v) in internal.iter().enumerate() {
-            laws.insert(
-                v.clone(),
-                process(&config.drafts[0], logits.at(i, 0)?, "draft")?,
-            );
-        }
-        out.rows_moved += logits.rows_moved();
-        rows = internal;
+        let laws = draft_call(out, draft, &feed, |logits| {
+            (0..internal.len())
+                .map(|i| process(processing, logits.at(i, 0)?, "draft"))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        self.laws.extend(internal.iter().cloned().zip(laws));
+        self.rows = internal;
+        Ok(())
     }
-    // Rows: the drafted part of every leaf, padded to the deepest one.
-    let mut paths: Vec<Vec<usize>> = Vec::new();
-    let mut tokens: Vec<Vec<u32>> = Vec::new();
-    for leaf in &leaves {
-        let drafted: Vec<u32> = (1..=leaf.len())
-            .map_while(|d| tokens_of.get(&leaf[..d]).copied())
-            .collect();
-        if drafted.is_empty() {
-            continue;
+
+    /// Rows: the drafted part of every leaf, padded to the deepest one.
+    fn into_rows(self) -> DraftedTree {
+        let mut paths: Vec<Vec<usize>> = Vec::new();
+        let mut tokens: Vec<Vec<u32>> = Vec::new();
+        for leaf in &self.leaves {
+            let drafted: Vec<u32> = (1..=leaf.len())
+                .map_while(|d| self.tokens_of.get(&leaf[..d]).copied())
+                .collect();
+            if drafted.is_empty() {
+                continue;
+            }
+            let path = leaf[..drafted.len()].to_vec();
+            if paths.contains(&path) {
+                continue; // cut short where the same node ends another row
+            }
+            paths.push(path);
+            tokens.push(drafted);
         }
-        let path = leaf[..drafted.len()].to_vec();
-        if paths.contains(&path) {
-            continue; // cut short where the same node ends another row
+        if tokens.is_empty() {
+            // Nothing could be drafted (ranks beyond the draft's support):
+            // the round is one target step.
+            paths.push(Vec::new());
+            tokens.push(Vec::new());
         }
-        paths.push(path);
-        tokens.push(drafted);
-    }
-    if tokens.is_empty() {
-        // Nothing could be drafted (ranks beyond the draft's support): the
-        // round is one target step.
-        paths.push(Vec::new());
-        tokens.push(Vec::new());
-    }
-    let width = tokens.iter().map(Vec::len).max().unwrap_or(0);
-    for row in &mut tokens {
-        if let Some(&pad) = row.last() {
-            row.resize(width, pad);
+        let width = tokens.iter().map(Vec::len).max().unwrap_or(0);
+        for row in &mut tokens {
+            if let Some(&pad) = row.last() {
+                row.resize(width, pad);
+            }
+        }
+        DraftedTree {
+            leaves: paths,
+            tokens,
+            laws: self.laws,
+            draft_rows: self.rows,
         }
     }
-    Ok(DraftedTree {
-        leaves: paths,
-        tokens,
-        laws,
-        draft_rows: rows,
-    })
 }
 
 /// Plain race sampling from the target: token `t` is the race winner under

@@ -1,4 +1,199 @@
-//! The rule that moves a walk from one depth to the next (`SCHEMES.md` §2.1).
+//! Walk rounds (`SCHEMES.md` §2.1): the draft model drafts K sequences of
+//! L tokens in one batch per position, the target scores all K in one
+//! call, and the selection scheme runs depth by depth on the drafts still
+//! valid, moving on while its output equals one of their tokens.
+
+use std::rc::Rc;
+
+use anyhow::{Context, Result};
+
+use super::round::{Descent, Session, draft_call};
+use super::{DecodeConfig, Generation, NodeRecord, drafts_of, process};
+use crate::dist::{Dist, Processing};
+use crate::model::{CausalLm, Logits};
+use crate::rng::SpecRng;
+use crate::select::optimal::pstar;
+use crate::select::{Drafts, Scheme, drafts_used};
+
+/// A walk scheme's decoder, and what stays fixed over its rounds.
+pub(crate) struct Walker<'a> {
+    scheme: &'a dyn Scheme,
+    config: &'a DecodeConfig,
+    /// Drafts the scheme uses (some use fewer than configured).
+    k: usize,
+    identical: bool,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(scheme: &'a dyn Scheme, config: &'a DecodeConfig) -> Self {
+        Self {
+            scheme,
+            config,
+            k: drafts_used(scheme, config.drafts.len()),
+            identical: config.identical_drafts(),
+        }
+    }
+
+    /// Decodes `prompt`, round after round. Both models are reset first.
+    pub fn generate(
+        &self,
+        target: &mut dyn CausalLm,
+        draft: &mut dyn CausalLm,
+        prompt: &[u32],
+        rng: &mut SpecRng,
+    ) -> Result<Generation> {
+        let mut session = Session::start(target, draft, prompt, self.config)?;
+        let mut done = false;
+        while !done {
+            let rows = self.draft(draft, &mut session, rng)?;
+            let scores = session.score(target, &rows.tokens)?;
+            let descent = self.walk(&scores, &rows, &mut session, rng)?;
+            session.moved(&scores);
+            let survivor = descent.survivor();
+            done = session.end_round(&descent.emitted, descent.round, self.config);
+            session.roll_back(target, survivor)?;
+            session.roll_back(draft, survivor)?;
+        }
+        Ok(session.finish())
+    }
+
+    /// Drafting: the shared context once, the scheme's draft law for the
+    /// first tokens (it may couple them), then every row on its own, one
+    /// batched call per position.
+    fn draft(
+        &self,
+        draft: &mut dyn CausalLm,
+        session: &mut Session,
+        rng: &mut SpecRng,
+    ) -> Result<DraftRows> {
+        let processing = &self.config.drafts[..self.k];
+        let firsts =
+            session.prefill_draft(draft, |logits| first_laws(logits.at(0, 0)?, processing))?;
+        let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
+        let first_drafts = drafts_of(&first_refs, self.identical);
+        let tuple = self.scheme.draft_law().sampler(&first_drafts).draw(rng);
+        let mut rows = DraftRows {
+            tokens: tuple.iter().map(|&x| vec![x]).collect(),
+            laws: firsts[..tuple.len()]
+                .iter()
+                .map(|q| vec![q.clone()])
+                .collect(),
+        };
+        // One cache row per draft, each holding the shared context.
+        draft.select_rows(&vec![0; tuple.len()])?;
+        for _ in 1..self.config.draft_len {
+            self.extend(&mut rows, draft, &mut session.out, rng)?;
+        }
+        Ok(rows)
+    }
+
+    /// One more token on every row, each from its own draft law.
+    fn extend(
+        &self,
+        rows: &mut DraftRows,
+        draft: &mut dyn CausalLm,
+        out: &mut Generation,
+        rng: &mut SpecRng,
+    ) -> Result<()> {
+        let drafts = &self.config.drafts;
+        let tokens = &rows.tokens;
+        let t = tokens[0].len();
+        let feed: Vec<&[u32]> = tokens.iter().map(|row| &row[t - 1..t]).collect();
+        let step = draft_call(out, draft, &feed, |logits| {
+            let mut step: Vec<(u32, Rc<Dist>)> = Vec::with_capacity(tokens.len());
+            for r in 0..tokens.len() {
+                // Same prefix, same processing: the same law, computed once.
+                let twin =
+                    (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r]);
+                let q = match twin {
+                    Some(s) => step[s].1.clone(),
+                    None => Rc::new(process(&drafts[r], logits.at(r, 0)?, "draft")?),
+                };
+                step.push((q.sample(rng.uniform()), q));
+            }
+            Ok(step)
+        })?;
+        for (r, (x, q)) in step.into_iter().enumerate() {
+            rows.tokens[r].push(x);
+            rows.laws[r].push(q);
+        }
+        Ok(())
+    }
+
+    /// The walk: the scheme at every depth while its output lands on a
+    /// valid draft's token, and the bonus token from the target after a
+    /// walk that landed at every depth.
+    fn walk(
+        &self,
+        scores: &Logits,
+        rows: &DraftRows,
+        session: &mut Session,
+        rng: &mut SpecRng,
+    ) -> Result<Descent> {
+        let length = self.config.draft_len;
+        let mut descent = Descent::new(rows.tokens.len());
+        for t in 0..length {
+            let p = descent.target_law(scores, t, self.config)?;
+            let y = self.select(t, &p, rows, &mut descent, session, rng)?;
+            descent.emitted.push(y);
+            let next = surviving_rows(&descent.valid, |r| rows.tokens[r][t], y);
+            if !descent.descend(next) {
+                return Ok(descent);
+            }
+        }
+        let bonus = descent.target_law(scores, length, self.config)?;
+        descent.emitted.push(bonus.sample(rng.uniform()));
+        Ok(descent)
+    }
+
+    /// The scheme at depth `t`: prepared for the target law and the valid
+    /// rows' draft laws, run on their tokens, and the node logged if asked.
+    fn select(
+        &self,
+        t: usize,
+        p: &Dist,
+        rows: &DraftRows,
+        descent: &mut Descent,
+        session: &mut Session,
+        rng: &mut SpecRng,
+    ) -> Result<u32> {
+        let laws: Vec<&Dist> = descent
+            .valid
+            .iter()
+            .map(|&r| rows.laws[r][t].as_ref())
+            .collect();
+        let drafts = drafts_of(&laws, self.identical);
+        let inputs: Vec<u32> = descent.valid.iter().map(|&r| rows.tokens[r][t]).collect();
+        let scheme = self.scheme;
+        let (prepared, y) = session.clock.select(&mut descent.round, || {
+            let prepared = scheme
+                .prepare(p, &drafts)
+                .with_context(|| format!("{} at depth {}", scheme.label(), t + 1))?;
+            let y = prepared.select(&inputs, rng);
+            anyhow::Ok((prepared, y))
+        })?;
+        session.out.fallbacks += usize::from(prepared.fallback());
+        if self.config.log_nodes {
+            let node = session.clock.log(|| NodeRecord {
+                depth: t + 1,
+                drafts: inputs.len(),
+                landed: inputs.contains(&y),
+                accept: prepared.acceptance().or(prepared.selection_acceptance()),
+                pstar: node_pstar(p, &drafts),
+            });
+            descent.round.nodes.push(node);
+        }
+        Ok(y)
+    }
+}
+
+/// A round's drafts: one row per draft, L tokens each, and the law each
+/// token was drawn from. Rows with the same prefix and processing share
+/// one law, computed once.
+struct DraftRows {
+    tokens: Vec<Vec<u32>>,
+    laws: Vec<Vec<Rc<Dist>>>,
+}
 
 /// The drafts that continue after the output `y`: every valid draft whose
 /// token at this depth equals `y`, in index order. Whether `y` came from an
@@ -10,6 +205,37 @@ pub fn surviving_rows(valid: &[usize], token_of: impl Fn(usize) -> u32, y: u32) 
         .copied()
         .filter(|&r| token_of(r) == y)
         .collect()
+}
+
+/// The draft laws at the shared context, one per row, computed once per
+/// distinct processing.
+fn first_laws(logits: &[f32], processing: &[Processing]) -> Result<Vec<Rc<Dist>>> {
+    let mut laws: Vec<Rc<Dist>> = Vec::with_capacity(processing.len());
+    for (r, proc) in processing.iter().enumerate() {
+        let law = match processing[..r].iter().position(|earlier| earlier == proc) {
+            Some(s) => laws[s].clone(),
+            None => Rc::new(process(proc, logits, "draft")?),
+        };
+        laws.push(law);
+    }
+    Ok(laws)
+}
+
+/// `P*` at a node, where it is cheap enough to compute inside a run: the
+/// sorted prefix for identical drafts (or one draft); the min-cut over input
+/// sets for non-identical drafts only when their supports are small.
+fn node_pstar(p: &Dist, drafts: &Drafts) -> Option<f64> {
+    const SET_BUDGET: f64 = 4096.0;
+    let tuples: f64 = drafts
+        .laws()
+        .iter()
+        .map(|q| q.support().len() as f64)
+        .product();
+    if drafts.is_identical() || drafts.k() == 1 || tuples <= SET_BUDGET {
+        pstar(p, drafts).ok()
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,5 @@
 //! The Llama decoder family as Hugging Face's `LlamaForCausalLM` and
-//! `Qwen2ForCausalLM` compute it (Llama 3.x, Qwen2.5), on candle, with the
-//! shared [`KvCache`] so verification gets logits at every fed position and
-//! the cache rolls back.
+//! `Qwen2ForCausalLM` compute it (Llama 3.x, Qwen2.5), on candle.
 //!
 //! * RMSNorm before attention and before the MLP, a final RMSNorm.
 //! * Rotary positions (`rotate_half` layout) with `rope_theta`, and Llama
@@ -10,16 +8,19 @@
 //!   the config asks (`attention_bias`, always for Qwen2), no output bias.
 //! * SwiGLU MLP `down(silu(gate(x)) · up(x))`; LM head tied to the
 //!   embedding or `lm_head.weight`.
+//!
+//! This file is the family's config, weight names and layers
+//! ([`LlamaLayers`]); the cache, rollback and row selection are
+//! [`CachedDecoder`]'s.
 
 use anyhow::{Result, bail};
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{DType, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 
+use super::ModelInfo;
+use super::decoder::{CachedDecoder, Family};
 use super::kv_cache::KvCache;
-use super::layers::{
-    Linear, attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
-};
-use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
+use super::layers::{Linear, attend, linear, project_to_vocabulary};
 
 /// Llama 3's `rope_scaling` (transformers ≤ 4 and the hub checkpoints), or
 /// transformers 5's `rope_parameters`, which also carries `rope_theta`.
@@ -318,8 +319,8 @@ impl Block {
     }
 }
 
-/// A Llama-family causal LM (Llama 3.x, Qwen2.5) with a batched KV cache.
-pub struct Llama {
+/// Llama-family weights and rotary tables: the [`Family`] behind [`Llama`].
+pub struct LlamaLayers {
     config: LlamaConfig,
     embed_tokens: Embedding,
     lm_head: Tensor,
@@ -328,14 +329,25 @@ pub struct Llama {
     /// `cos`/`sin` tables, `[max_positions, head_dim / 2]`.
     cos: Tensor,
     sin: Tensor,
-    cache: KvCache,
-    device: Device,
-    info: ModelInfo,
 }
+
+/// A Llama-family causal LM (Llama 3.x, Qwen2.5) with a batched KV cache.
+pub type Llama = CachedDecoder<LlamaLayers>;
 
 impl Llama {
     /// `bias`: q/k/v biases (Qwen2 always; Llama when `attention_bias`).
     pub fn load(config: LlamaConfig, vb: VarBuilder, bias: bool, info: ModelInfo) -> Result<Self> {
+        let device = vb.device().clone();
+        Ok(CachedDecoder::new(
+            LlamaLayers::load(config, vb, bias)?,
+            device,
+            info,
+        ))
+    }
+}
+
+impl LlamaLayers {
+    fn load(config: LlamaConfig, vb: VarBuilder, bias: bool) -> Result<Self> {
         config.check()?;
         if !vb.contains_tensor("model.embed_tokens.weight") {
             bail!("the checkpoint has no model.embed_tokens.weight: is it a Llama/Qwen2 model?");
@@ -353,30 +365,29 @@ impl Llama {
             .map(|i| Block::load(&model.pp(format!("layers.{i}")), &config, bias))
             .collect::<Result<Vec<_>>>()?;
         let norm = RmsNorm::load(&model, "norm", h, config.rms_norm_eps)?;
-        let device = vb.device().clone();
         let inverse = config.inverse_frequencies();
         let positions = config.max_position_embeddings;
         let angles: Vec<f32> = (0..positions)
             .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
             .collect();
-        let angles = Tensor::from_vec(angles, (positions, inverse.len()), &device)?;
+        let angles = Tensor::from_vec(angles, (positions, inverse.len()), vb.device())?;
         let dtype = vb.dtype();
         Ok(Self {
             cos: angles.cos()?.to_dtype(dtype)?,
             sin: angles.sin()?.to_dtype(dtype)?,
-            cache: KvCache::new(blocks.len()),
             embed_tokens: Embedding::new(embedding, h),
             lm_head,
             blocks,
             norm,
             config,
-            device,
-            info,
         })
     }
 }
 
-impl CausalLm for Llama {
+impl Family for LlamaLayers {
+    /// The rows of the `cos` and `sin` tables at the call's positions.
+    type Positional = (Tensor, Tensor);
+
     fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
@@ -385,50 +396,33 @@ impl CausalLm for Llama {
         self.config.eos()
     }
 
-    fn max_positions(&self) -> Option<usize> {
-        Some(self.config.max_position_embeddings)
+    fn max_positions(&self) -> usize {
+        self.config.max_position_embeddings
     }
 
-    fn reset(&mut self) {
-        self.cache.reset();
+    fn layers(&self) -> usize {
+        self.blocks.len()
     }
 
-    fn rows(&self) -> usize {
-        self.cache.rows()
-    }
-
-    fn cached_len(&self) -> usize {
-        self.cache.len()
-    }
-
-    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
-        let width = check_forward(self, tokens)?;
-        let rows = tokens.len();
-        let ids = token_ids(tokens, width, &self.device)?;
-        let past = self.cache.len();
+    fn embed(&self, ids: &Tensor, past: usize) -> Result<(Tensor, (Tensor, Tensor))> {
+        let width = ids.dim(1)?;
         let cos = self.cos.narrow(0, past, width)?;
         let sin = self.sin.narrow(0, past, width)?;
-        let mask = causal_mask(width, past, &self.device)?;
-        let mut x = self.embed_tokens.forward(&ids)?;
-        for (layer, block) in self.blocks.iter().enumerate() {
-            x = block.forward(&x, (&cos, &sin), mask.as_ref(), &mut self.cache, layer)?;
-        }
-        self.cache.advance(rows, width);
-        let (x, returned) = returned_positions(&x, positions)?;
-        let x = self.norm.forward(&x)?;
-        Logits::on_device(project_to_vocabulary(&x, &self.lm_head)?, rows, returned)
+        Ok((self.embed_tokens.forward(ids)?, (cos, sin)))
     }
 
-    fn truncate(&mut self, len: usize) -> Result<()> {
-        self.cache.truncate(len)
+    fn block(
+        &self,
+        layer: usize,
+        x: &Tensor,
+        (cos, sin): &(Tensor, Tensor),
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        self.blocks[layer].forward(x, (cos, sin), mask, cache, layer)
     }
 
-    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
-        check_rows(self, rows)?;
-        self.cache.select_rows(rows, &self.device)
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        project_to_vocabulary(&self.norm.forward(x)?, &self.lm_head)
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod aligned;
 pub mod checkpoint;
+pub mod decoder;
 pub mod device;
 pub mod hf_tokenizer;
 pub mod hub;

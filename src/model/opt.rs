@@ -12,20 +12,17 @@
 //!   head is the token embedding (tied), so the logits have the embedding's
 //!   padded width (50272 for the public checkpoints).
 //!
-//! `forward(tokens, positions)` appends the same number of tokens to every
-//! row and returns logits at the requested positions; the cache keeps
-//! `[rows, heads, len, head_dim]` keys and values per layer, so `truncate`
-//! is a narrow and `select_rows` an index-select on the row dimension.
+//! This file is OPT's config, weight names and layers ([`OptLayers`]); the
+//! cache, rollback and row selection are [`CachedDecoder`]'s.
 
 use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 
+use super::ModelInfo;
+use super::decoder::{CachedDecoder, Family};
 use super::kv_cache::KvCache;
-use super::layers::{
-    Linear, attend, causal_mask, linear, project_to_vocabulary, returned_positions, token_ids,
-};
-use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
+use super::layers::{Linear, attend, linear, project_to_vocabulary};
 
 /// The fields of `config.json` OPT needs (defaults as in `OPTConfig`).
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
@@ -332,8 +329,8 @@ impl Block {
     }
 }
 
-/// An OPT causal LM with a batched KV cache.
-pub struct Opt {
+/// OPT's weights: the [`Family`] behind [`Opt`].
+pub struct OptLayers {
     config: OptConfig,
     embed_tokens: Embedding,
     /// The token embedding, `[vocab, projection]`: the tied LM head.
@@ -343,15 +340,30 @@ pub struct Opt {
     project_out: Option<Linear>,
     blocks: Vec<Block>,
     final_norm: Option<LayerNorm>,
-    cache: KvCache,
-    device: Device,
-    info: ModelInfo,
 }
+
+/// An OPT causal LM with a batched KV cache.
+pub type Opt = CachedDecoder<OptLayers>;
 
 impl Opt {
     /// Builds the model from `vb` (rooted where `model.decoder.*` or
     /// `decoder.*` tensors live; both prefixes are accepted).
     pub fn load(config: OptConfig, vb: VarBuilder, info: ModelInfo) -> Result<Self> {
+        let device = vb.device().clone();
+        Ok(CachedDecoder::new(
+            OptLayers::load(config, vb)?,
+            device,
+            info,
+        ))
+    }
+
+    pub fn config(&self) -> &OptConfig {
+        &self.family().config
+    }
+}
+
+impl OptLayers {
+    fn load(config: OptConfig, vb: VarBuilder) -> Result<Self> {
         config.check()?;
         let vb = if vb.contains_tensor("model.decoder.embed_tokens.weight") {
             vb.pp("model.decoder")
@@ -391,7 +403,6 @@ impl Opt {
             None
         };
         Ok(Self {
-            cache: KvCache::new(blocks.len()),
             config,
             embed_tokens,
             lm_head,
@@ -400,29 +411,15 @@ impl Opt {
             project_out,
             blocks,
             final_norm,
-            device: vb.device().clone(),
-            info,
-        })
-    }
-
-    pub fn config(&self) -> &OptConfig {
-        &self.config
-    }
-
-    /// Hidden states → the final norm and projection before the LM head.
-    fn to_embedding_space(&self, x: &Tensor) -> Result<Tensor> {
-        let x = match &self.final_norm {
-            Some(norm) => norm.forward(x)?,
-            None => x.clone(),
-        };
-        Ok(match &self.project_out {
-            Some(project) => project.forward(&x)?,
-            None => x,
         })
     }
 }
 
-impl CausalLm for Opt {
+impl Family for OptLayers {
+    /// The learned positions are added to the embedding: the blocks need
+    /// nothing more.
+    type Positional = ();
+
     fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
@@ -431,28 +428,17 @@ impl CausalLm for Opt {
         self.config.eos_token_id
     }
 
-    fn max_positions(&self) -> Option<usize> {
-        Some(self.config.max_position_embeddings)
+    fn max_positions(&self) -> usize {
+        self.config.max_position_embeddings
     }
 
-    fn reset(&mut self) {
-        self.cache.reset();
+    fn layers(&self) -> usize {
+        self.blocks.len()
     }
 
-    fn rows(&self) -> usize {
-        self.cache.rows()
-    }
-
-    fn cached_len(&self) -> usize {
-        self.cache.len()
-    }
-
-    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
-        let width = check_forward(self, tokens)?;
-        let rows = tokens.len();
-        let ids = token_ids(tokens, width, &self.device)?;
-        let past = self.cache.len();
-        let x = self.embed_tokens.forward(&ids)?;
+    fn embed(&self, ids: &Tensor, past: usize) -> Result<(Tensor, ())> {
+        let width = ids.dim(1)?;
+        let x = self.embed_tokens.forward(ids)?;
         let x = match &self.project_in {
             Some(project) => project.forward(&x)?,
             None => x,
@@ -460,28 +446,32 @@ impl CausalLm for Opt {
         let position_rows = self
             .embed_positions
             .narrow(0, past + POSITION_OFFSET, width)?;
-        let mut x = x.broadcast_add(&position_rows.unsqueeze(0)?)?;
-        let mask = causal_mask(width, past, &self.device)?;
+        Ok((x.broadcast_add(&position_rows.unsqueeze(0)?)?, ()))
+    }
+
+    fn block(
+        &self,
+        layer: usize,
+        x: &Tensor,
+        _: &(),
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
         let pre_norm = self.config.do_layer_norm_before;
-        for (layer, block) in self.blocks.iter().enumerate() {
-            x = block.forward(&x, mask.as_ref(), &mut self.cache, layer, pre_norm)?;
-        }
-        self.cache.advance(rows, width);
-        let (x, returned) = returned_positions(&x, positions)?;
-        let x = self.to_embedding_space(&x)?;
-        Logits::on_device(project_to_vocabulary(&x, &self.lm_head)?, rows, returned)
+        self.blocks[layer].forward(x, mask, cache, layer, pre_norm)
     }
 
-    fn truncate(&mut self, len: usize) -> Result<()> {
-        self.cache.truncate(len)
-    }
-
-    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
-        check_rows(self, rows)?;
-        self.cache.select_rows(rows, &self.device)
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.info.clone()
+    /// The final norm and the projection back to the embedding width (350M),
+    /// then the tied head.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = match &self.final_norm {
+            Some(norm) => norm.forward(x)?,
+            None => x.clone(),
+        };
+        let x = match &self.project_out {
+            Some(project) => project.forward(&x)?,
+            None => x,
+        };
+        project_to_vocabulary(&x, &self.lm_head)
     }
 }
