@@ -8,6 +8,8 @@ use crate::data::Dataset;
 use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{CellRow, mean, standard_error};
 
+pub use crate::report::in_order;
+
 /// Mean ± standard error over seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stat {
@@ -22,17 +24,6 @@ pub fn stat(values: &[f64]) -> Option<Stat> {
         se: standard_error(values),
         n: values.len(),
     })
-}
-
-/// Values in the order they first appear.
-pub fn in_order<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for value in values {
-        if !out.contains(&value) {
-            out.push(value);
-        }
-    }
-    out
 }
 
 /// Each scheme cell's block efficiency and token rate as % over the SD

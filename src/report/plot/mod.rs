@@ -18,23 +18,9 @@ use anyhow::{Context, Result, bail};
 
 pub use figure::Figure;
 
+pub use super::Skip;
+
 use super::results::load;
-
-/// A figure that was not drawn, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Skip {
-    pub figure: String,
-    pub reason: String,
-}
-
-impl Skip {
-    pub fn new(figure: &str, reason: impl Into<String>) -> Self {
-        Skip {
-            figure: figure.into(),
-            reason: reason.into(),
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageFormat {
@@ -142,7 +128,7 @@ impl PlotReport {
             ));
         }
         for s in &self.skipped {
-            out.push_str(&format!("skipped {}: {}\n", s.figure, s.reason));
+            out.push_str(&format!("skipped {}: {}\n", s.name, s.reason));
         }
         out
     }
@@ -184,7 +170,7 @@ pub fn plot(inputs: &[PathBuf], out: &Path, formats: &[ImageFormat]) -> Result<P
     if figures.is_empty() {
         let reasons: Vec<String> = skipped
             .iter()
-            .map(|s| format!("{}: {}", s.figure, s.reason))
+            .map(|s| format!("{}: {}", s.name, s.reason))
             .collect();
         bail!("no figure to draw ({})", reasons.join("; "));
     }

@@ -154,7 +154,7 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
     let vs_sd = VsSd::new(rows);
     let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     let mut figures = Vec::new();
-    let datasets = in_order(schemes.iter().map(|r| r.dataset.clone()));
+    let datasets = in_order(schemes.iter().map(|r| r.dataset));
     let identical: Vec<&CellRow> = schemes
         .iter()
         .copied()
@@ -186,7 +186,7 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
         if !cells.is_empty() {
             if !vs_sd.has_baseline(*dataset) && cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
                 skipped.push(Skip::new(
-                    &format!("fig3-{dataset}"),
+                    format!("fig3-{dataset}"),
                     format!("no SD baseline for {dataset} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
                 ));
             } else {
