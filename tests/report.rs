@@ -90,7 +90,9 @@ fn entries(text: &str) -> Vec<CsvEntry> {
 fn seeds_of<'a>(rows: &'a [CellRow], label: &str, k: usize) -> Vec<&'a CellRow> {
     rows.iter()
         .filter(|r| {
-            r.kind == specbench::experiment::cell::CellKind::Scheme && canonical(&r.scheme_label()) == canonical(label) && r.k == k
+            r.kind == specbench::experiment::cell::CellKind::Scheme
+                && canonical(&r.scheme_label()) == canonical(label)
+                && r.k == k
         })
         .collect()
 }

@@ -23,7 +23,7 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
         return Vec::new();
     }
     let mut figures = Vec::new();
-    for dataset in in_order(cells.iter().map(|r| r.dataset.clone())) {
+    for dataset in in_order(cells.iter().map(|r| r.dataset)) {
         let in_dataset: Vec<&CellRow> = cells
             .iter()
             .copied()
@@ -31,7 +31,9 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
             .collect();
         let without: Vec<String> = in_order(
             rows.iter()
-                .filter(|r| r.dataset == dataset && r.kind != CellKind::Target && r.mean_accept.is_none())
+                .filter(|r| {
+                    r.dataset == dataset && r.kind != CellKind::Target && r.mean_accept.is_none()
+                })
                 .map(|r| r.scheme_label()),
         );
         for group in split_by_k(&in_dataset) {
@@ -49,7 +51,7 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
 }
 
 fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
-    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set.clone()));
+    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set));
     temp_sets.sort();
     let mut seeds = 0;
     let mut panels = Vec::new();

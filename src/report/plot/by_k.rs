@@ -53,12 +53,12 @@ pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
         return Vec::new();
     }
     let mut figures = Vec::new();
-    for dataset in in_order(schemes.iter().map(|r| r.dataset.clone())) {
+    for dataset in in_order(schemes.iter().map(|r| r.dataset)) {
         let in_dataset: Vec<&CellRow> = rows
             .iter()
             .filter(|r| r.dataset == dataset && r.kind != CellKind::Target)
             .collect();
-        let mut temp_sets = in_order(in_dataset.iter().map(|r| r.temp_set.clone()));
+        let mut temp_sets = in_order(in_dataset.iter().map(|r| r.temp_set));
         temp_sets.sort();
         let mut panels = Vec::new();
         let mut seeds = 0;

@@ -23,7 +23,8 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
     let cells: Vec<&CellRow> = rows
         .iter()
         .filter(|r| {
-            r.kind != CellKind::Target && parse_depths(&r.accept_by_depth).iter().any(Option::is_some)
+            r.kind != CellKind::Target
+                && parse_depths(&r.accept_by_depth).iter().any(Option::is_some)
         })
         .collect();
     if cells.is_empty() {
@@ -34,7 +35,7 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
         return Vec::new();
     }
     let mut figures = Vec::new();
-    for dataset in in_order(cells.iter().map(|r| r.dataset.clone())) {
+    for dataset in in_order(cells.iter().map(|r| r.dataset)) {
         let name = format!("accept-by-depth-{dataset}");
         let in_dataset: Vec<&CellRow> = cells
             .iter()
@@ -61,7 +62,7 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
 }
 
 fn depth_figure(dataset: &Dataset, group: &KGroup, depth: usize) -> Figure {
-    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set.clone()));
+    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set));
     temp_sets.sort();
     let mut seeds = 0;
     let mut panels = Vec::new();

@@ -93,8 +93,8 @@ pub fn scheme_style(label: &str) -> SeriesStyle {
                 let Rgb(r, g, b) = palette::POOL[(hash % palette::POOL.len() as u64) as usize];
                 RGBColor(r, g, b)
             },
-            marker: Marker::ALL[((hash / palette::POOL.len() as u64) % Marker::ALL.len() as u64)
-                as usize],
+            marker: Marker::ALL
+                [((hash / palette::POOL.len() as u64) % Marker::ALL.len() as u64) as usize],
         };
     };
     if let Some((_, look)) = entry.variant_looks.iter().find(|(l, _)| *l == label) {
