@@ -13,13 +13,12 @@ use super::panel::{Panel, panels};
 use super::{PaperValue, TableSpec};
 
 pub fn build<S: TableSpec>(spec: &S, rows: &[CellRow], differs: bool) -> Result<Vec<Table>, Skip> {
-    let input: Vec<&CellRow> = rows
+    let cells: Vec<&CellRow> = rows
         .iter()
         .filter(|r| !S::SCHEMES_ONLY || r.kind == CellKind::Scheme)
+        .filter(|r| spec.reads(r))
         .collect();
-    let cells = spec
-        .applies_to(&input)
-        .map_err(|reason| Skip::new(S::NAME, reason))?;
+    (spec.applies_to(&cells)).map_err(|reason| Skip::new(S::NAME, reason))?;
     Ok(panels(&cells, S::SPLIT)
         .iter()
         .filter_map(|panel| table(spec, panel, differs))

@@ -11,12 +11,29 @@
 
 mod build;
 mod panel;
-pub mod quality;
-pub mod table1;
-pub mod table2;
-pub mod table3;
-pub mod table4;
-pub mod vs_sd;
+#[cfg(test)]
+mod tests;
+
+/// Declares each table's module and lists its spec in [`TABLES`]: one line
+/// a table.
+macro_rules! tables {
+    ($($module:ident: $spec:ident;)*) => {
+        $(pub mod $module;)*
+
+        /// Every table of `specbench report`, in the order the report
+        /// prints them.
+        pub static TABLES: &[&dyn AnyTable] = &[$(&$module::$spec),*];
+    };
+}
+
+tables! {
+    vs_sd: VsSd;
+    table1: Table1;
+    table2: Table2;
+    table3: Table3;
+    table4: Table4;
+    quality: Quality;
+}
 
 use crate::experiment::metrics::CellRow;
 
@@ -24,16 +41,6 @@ use super::Skip;
 use super::paper_tables::{Entry, Table};
 
 pub use panel::{Draws, Panel, Sampling, Split};
-
-/// Every table of `specbench report`, in the order the report prints them.
-pub static TABLES: &[&dyn AnyTable] = &[
-    &vs_sd::VsSd,
-    &table1::Table1,
-    &table2::Table2,
-    &table3::Table3,
-    &table4::Table4,
-    &quality::Quality,
-];
 
 /// One table of the report, described; [`build`](AnyTable::build) makes
 /// the tables from a run.
@@ -45,6 +52,14 @@ pub trait TableSpec {
 
     /// Names the table in the report's "not shown:" line.
     const NAME: &'static str;
+    /// The first part of each table's id; the builder adds the panel's
+    /// dataset, temperatures and sampling (`table1/dolly/1.2/L = 5, …`).
+    const ID: &'static str;
+    /// The caption. `{dataset}`, `{temp}` and `{sampling}` are filled in
+    /// from the panel, `{source}` with where the published values come from.
+    const TITLE: &'static str;
+    /// The notes under each table, filled in like the title.
+    const NOTES: &'static [&'static str];
     /// How the cells split into separate tables, outermost first.
     const SPLIT: &'static [Split];
     /// The header of the label column.
@@ -52,8 +67,12 @@ pub trait TableSpec {
     /// Whether the table reads scheme cells only, or the baselines too.
     const SCHEMES_ONLY: bool = true;
 
-    /// The cells the table reads, or why the run cannot fill it.
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String>;
+    /// Whether the table reads this cell.
+    fn reads(&self, _cell: &CellRow) -> bool {
+        true
+    }
+    /// Whether the cells it reads fill the table; the reason when not.
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String>;
     /// One panel's columns, each with its header; none leaves the panel
     /// out.
     fn columns(&self, panel: &Panel) -> Vec<(String, Self::Column)>;
@@ -80,11 +99,15 @@ pub trait TableSpec {
     fn paper(&self, _row: &Self::Row, _column: &Self::Column) -> Option<PaperValue> {
         None
     }
-    /// The first part of each table's id; the builder adds the panel's
-    /// dataset, temperatures and sampling (`table1` → `table1/dolly/1.2/…`).
-    fn id(&self, panel: &Panel) -> &'static str;
-    fn title(&self, panel: &Panel) -> String;
-    fn notes(&self, panel: &Panel) -> Vec<String>;
+    fn id(&self, _panel: &Panel) -> &'static str {
+        Self::ID
+    }
+    fn title(&self, panel: &Panel) -> String {
+        panel.fill(Self::TITLE)
+    }
+    fn notes(&self, panel: &Panel) -> Vec<String> {
+        Self::NOTES.iter().map(|note| panel.fill(note)).collect()
+    }
 }
 
 /// A published value's place: the paper's table, the metric, and the scheme

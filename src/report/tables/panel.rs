@@ -6,6 +6,7 @@ use crate::data::Dataset;
 use crate::experiment::cell::TempSet;
 use crate::experiment::metrics::CellRow;
 use crate::report::in_order;
+use crate::report::published::SOURCE;
 
 /// The decoding settings other than the drafts' temperatures: cells that
 /// share them and differ only by seed fall into one entry.
@@ -137,6 +138,27 @@ impl<'a> Panel<'a> {
         let mut temps = in_order(self.cells.iter().map(|r| r.temp_set));
         temps.sort();
         temps
+    }
+
+    /// The panel's cells that `pick` keeps.
+    pub fn select(&self, pick: impl Fn(&CellRow) -> bool) -> Vec<&'a CellRow> {
+        self.cells.iter().copied().filter(|r| pick(r)).collect()
+    }
+
+    /// A title or note with the panel's `{dataset}`, `{temp}` and
+    /// `{sampling}`, and the published values' `{source}`.
+    pub fn fill(&self, template: &str) -> String {
+        let mut text = template.replace("{source}", SOURCE);
+        if text.contains("{dataset}") {
+            text = text.replace("{dataset}", &self.dataset().to_string());
+        }
+        if text.contains("{temp}") {
+            text = text.replace("{temp}", &self.temp().to_string());
+        }
+        if text.contains("{sampling}") {
+            text = text.replace("{sampling}", &self.sampling().describe());
+        }
+        text
     }
 
     /// The panel's part of a table id: dataset, temperatures, sampling.

@@ -80,10 +80,8 @@ impl Quality {
         if !exact(mine[0]) {
             return "not exact (mode=paper)".into();
         }
-        let exact_cells: Vec<&CellRow> = panel.cells.iter().copied().filter(|r| exact(r)).collect();
-        let target: Vec<&CellRow> = (panel.cells.iter().copied())
-            .filter(|r| r.kind == CellKind::Target)
-            .collect();
+        let exact_cells = panel.select(exact);
+        let target = panel.select(|r| r.kind == CellKind::Target);
         let mut differs = Vec::new();
         let mut estimable = false;
         for check in checks(panel) {
@@ -121,15 +119,26 @@ impl TableSpec for Quality {
     type Column = Column;
 
     const NAME: &'static str = "E7 quality (ROUGE-L, BLEU)";
+    const ID: &'static str = "e7";
+    /// `{metric}`: the dataset's own metric (filled in by `title`).
+    const TITLE: &'static str =
+        "E7: output quality, {dataset} ({metric}), every decoder against target-only sampling";
+    const NOTES: &'static [&'static str] = &[
+        "mean ± s.d. over seeds; generations cut at EOS and the first newline, stripped (PAPER.md §2); ROUGE-L F against XSum's summary (rouge-score, no stemmer), corpus BLEU against WMT's en (sacrebleu 13a), 0–1",
+        "noise: the s.d. of all exact cells of the dataset, every temperature and seed (each is a draw of the target's law); a scheme is flagged when its mean is more than 3 s.e. from target-only's",
+    ];
     const SPLIT: &'static [Split] = &[Split::Dataset];
     const LABEL_HEADER: &'static str = "decoder";
     const SCHEMES_ONLY: bool = false;
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        if !rows.iter().any(|r| r.rouge_l.is_some() || r.bleu.is_some()) {
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        if !cells
+            .iter()
+            .any(|r| r.rouge_l.is_some() || r.bleu.is_some())
+        {
             return Err("no cell has rouge_l or bleu: they need XSum or WMT prompts and a model whose tokenizer decodes (the synthetic models' does not)".into());
         }
-        Ok(rows.to_vec())
+        Ok(())
     }
 
     fn columns(&self, panel: &Panel) -> Vec<(String, Column)> {
@@ -175,7 +184,7 @@ impl TableSpec for Quality {
             Column::Metric(_, temp) => *temp,
             Column::Verdict => None,
         };
-        let mine = |r: &&CellRow| {
+        panel.select(|r| {
             r.k == *k
                 && temp.is_none_or(|t| r.temp_set == t)
                 && match decoder {
@@ -184,8 +193,7 @@ impl TableSpec for Quality {
                         r.kind != CellKind::Target && r.scheme_label() == *label
                     }
                 }
-        };
-        panel.cells.iter().copied().filter(mine).collect()
+        })
     }
 
     fn entry(
@@ -203,23 +211,15 @@ impl TableSpec for Quality {
         }
     }
 
-    fn id(&self, _: &Panel) -> &'static str {
-        "e7"
-    }
-
     fn title(&self, panel: &Panel) -> String {
-        format!(
-            "E7: output quality, {} ({}), every decoder against target-only sampling",
-            panel.dataset(),
-            checks(panel)[0].name
-        )
+        panel
+            .fill(Self::TITLE)
+            .replace("{metric}", checks(panel)[0].name)
     }
 
+    /// The schemes whose quality differs from target-only's, named.
     fn notes(&self, panel: &Panel) -> Vec<String> {
-        let mut notes = vec![
-            "mean ± s.d. over seeds; generations cut at EOS and the first newline, stripped (PAPER.md §2); ROUGE-L F against XSum's summary (rouge-score, no stemmer), corpus BLEU against WMT's en (sacrebleu 13a), 0–1".to_string(),
-            "noise: the s.d. of all exact cells of the dataset, every temperature and seed (each is a draw of the target's law); a scheme is flagged when its mean is more than 3 s.e. from target-only's".to_string(),
-        ];
+        let mut notes: Vec<String> = Self::NOTES.iter().map(|n| n.to_string()).collect();
         let flagged: Vec<String> = (self.rows(panel).into_iter())
             .filter(|(_, row)| self.verdict(panel, row).starts_with("DIFFERS"))
             .filter_map(|(_, (_, decoder))| match decoder {

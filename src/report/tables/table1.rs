@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use crate::experiment::metrics::CellRow;
 use crate::report::paper_tables::{Entry, Stat, Unit};
-use crate::report::published::SOURCE;
 
 use super::{Panel, PaperValue, Split, TableSpec};
 
@@ -18,10 +17,14 @@ impl TableSpec for Table1 {
     type Column = usize;
 
     const NAME: &'static str = "Table 1 (block efficiency by K)";
+    const ID: &'static str = "table1";
+    const TITLE: &'static str = "Table 1: block efficiency (tokens per target call) by number of drafts K, {dataset}, draft T {temp}";
+    const NOTES: &'static [&'static str] =
+        &["{sampling}; mean ± s.d. over seeds; [paper: …] from {source}"];
     const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        let ks: BTreeSet<usize> = rows.iter().map(|r| r.k).collect();
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        let ks: BTreeSet<usize> = cells.iter().map(|r| r.k).collect();
         if ks.len() < 2 {
             return Err(format!(
                 "needs scheme cells at two or more K (this run: K = {}); run e.g. --drafts 2,3,4,5,6 (experiments/paper-e3.toml)",
@@ -31,7 +34,7 @@ impl TableSpec for Table1 {
                     .join(", ")
             ));
         }
-        Ok(rows.to_vec())
+        Ok(())
     }
 
     /// A panel at one K compares nothing: left out.
@@ -48,8 +51,7 @@ impl TableSpec for Table1 {
     }
 
     fn cells<'a>(&self, panel: &Panel<'a>, label: &String, k: &usize) -> Vec<&'a CellRow> {
-        let at = |r: &&CellRow| r.scheme_label() == *label && r.k == *k;
-        panel.cells.iter().copied().filter(at).collect()
+        panel.select(|r| r.scheme_label() == *label && r.k == *k)
     }
 
     fn entry(&self, _: &Panel, _: &String, _: &usize, cells: &[&CellRow]) -> Entry {
@@ -59,24 +61,5 @@ impl TableSpec for Table1 {
 
     fn paper(&self, label: &String, _: &usize) -> Option<PaperValue> {
         Some(PaperValue::new(1, "block_efficiency", label))
-    }
-
-    fn id(&self, _: &Panel) -> &'static str {
-        "table1"
-    }
-
-    fn title(&self, panel: &Panel) -> String {
-        format!(
-            "Table 1: block efficiency (tokens per target call) by number of drafts K, {}, draft T {}",
-            panel.dataset(),
-            panel.temp()
-        )
-    }
-
-    fn notes(&self, panel: &Panel) -> Vec<String> {
-        vec![format!(
-            "{}; mean ± s.d. over seeds; [paper: …] from {SOURCE}",
-            panel.sampling().describe()
-        )]
     }
 }

@@ -4,7 +4,7 @@
 use crate::experiment::metrics::CellRow;
 use crate::report::in_order;
 use crate::report::paper_tables::{Entry, Stat, Unit};
-use crate::report::published::{SOURCE, canonical};
+use crate::report::published::canonical;
 
 use super::{Panel, PaperValue, Split, TableSpec};
 
@@ -46,19 +46,23 @@ impl TableSpec for Table2 {
     type Column = Metric;
 
     const NAME: &'static str = "Table 2 (IS truncation: M and s)";
+    const ID: &'static str = "table2";
+    const TITLE: &'static str = "Table 2: effect of truncation on IS (alphabet M, LP size s), K = 2, {dataset}, draft T {temp}";
+    const NOTES: &'static [&'static str] = &[
+        "{sampling}; mean ± s.d. over seeds; the paper does not state Table 2's dataset or temperature: its values are shown for Dolly at T = 1.2 (E4); [paper: …] from {source}",
+    ];
     const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
     const LABEL_HEADER: &'static str = "setting";
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        let is_rows: Vec<&CellRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.scheme == "is" && r.k == 2)
-            .collect();
-        if variants(&is_rows).len() < 2 {
+    fn reads(&self, cell: &CellRow) -> bool {
+        cell.scheme == "is" && cell.k == 2
+    }
+
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        if variants(cells).len() < 2 {
             return Err("needs IS at K = 2 with two or more (M, s) settings; run experiments/paper-e4.toml or --schemes is:m=10,is:m=20,is:m=40,is:s=10".into());
         }
-        Ok(is_rows)
+        Ok(())
     }
 
     fn columns(&self, _: &Panel) -> Vec<(String, Metric)> {
@@ -81,8 +85,7 @@ impl TableSpec for Table2 {
     }
 
     fn cells<'a>(&self, panel: &Panel<'a>, row: &(usize, usize), _: &Metric) -> Vec<&'a CellRow> {
-        let at = |r: &&CellRow| is_parameters(&r.scheme_label()) == Some(*row);
-        panel.cells.iter().copied().filter(at).collect()
+        panel.select(|r| is_parameters(&r.scheme_label()) == Some(*row))
     }
 
     fn entry(&self, _: &Panel, _: &(usize, usize), metric: &Metric, cells: &[&CellRow]) -> Entry {
@@ -107,24 +110,5 @@ impl TableSpec for Table2 {
             Metric::TokenRate => "token_rate_vs_sd_pct",
         };
         Some(PaperValue::new(2, metric, format!("is:m={m}:s={s}")))
-    }
-
-    fn id(&self, _: &Panel) -> &'static str {
-        "table2"
-    }
-
-    fn title(&self, panel: &Panel) -> String {
-        format!(
-            "Table 2: effect of truncation on IS (alphabet M, LP size s), K = 2, {}, draft T {}",
-            panel.dataset(),
-            panel.temp()
-        )
-    }
-
-    fn notes(&self, panel: &Panel) -> Vec<String> {
-        vec![format!(
-            "{}; mean ± s.d. over seeds; the paper does not state Table 2's dataset or temperature: its values are shown for Dolly at T = 1.2 (E4); [paper: …] from {SOURCE}",
-            panel.sampling().describe()
-        )]
     }
 }

@@ -5,7 +5,7 @@ use crate::data::Dataset;
 use crate::experiment::metrics::CellRow;
 use crate::report::in_order;
 use crate::report::paper_tables::{Entry, Stat, Unit};
-use crate::report::published::{SOURCE, canonical};
+use crate::report::published::canonical;
 
 use super::{Panel, PaperValue, Split, TableSpec};
 
@@ -22,20 +22,24 @@ impl TableSpec for Table3 {
     type Column = (Dataset, usize);
 
     const NAME: &'static str = "Table 3 (per-node acceptance)";
+    const ID: &'static str = "table3";
+    const TITLE: &'static str = "Table 3: average per-node acceptance probability, draft T {temp}";
+    const NOTES: &'static [&'static str] = &[
+        "{sampling}; mean ± s.d. over seeds",
+        "each scheme's row averages its closed-form acceptance over the nodes its own run visited (two-step IS: Σ min(p, p_I)); P* is averaged over the IS run's nodes (PAPER.md E5), or the first scheme's where IS did not run",
+        "[paper: …] from {source}; the paper does not state Table 3's draft temperature: its values are shown at T = 1.2",
+    ];
     const SPLIT: &'static [Split] = &[Split::Sampling, Split::Temp];
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        let with_accept: Vec<&CellRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.mean_accept.is_some() && r.temp_set.pair().is_none())
-            .collect();
-        if with_accept.is_empty() {
-            return Err(
-                "no scheme cell with identical drafts has a mean per-node acceptance".into(),
-            );
+    fn reads(&self, cell: &CellRow) -> bool {
+        cell.mean_accept.is_some() && cell.temp_set.pair().is_none()
+    }
+
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        match cells {
+            [] => Err("no scheme cell with identical drafts has a mean per-node acceptance".into()),
+            _ => Ok(()),
         }
-        Ok(with_accept)
     }
 
     fn columns(&self, panel: &Panel) -> Vec<(String, (Dataset, usize))> {
@@ -69,9 +73,8 @@ impl TableSpec for Table3 {
         row: &Row,
         (dataset, k): &(Dataset, usize),
     ) -> Vec<&'a CellRow> {
-        let at = |pick: &dyn Fn(&CellRow) -> bool| -> Vec<&'a CellRow> {
-            let here = |r: &&CellRow| r.dataset == *dataset && r.k == *k && pick(r);
-            panel.cells.iter().copied().filter(here).collect()
+        let at = |pick: &dyn Fn(&CellRow) -> bool| {
+            panel.select(|r| r.dataset == *dataset && r.k == *k && pick(r))
         };
         let label = match row {
             Row::Scheme(label) => return at(&|r| r.scheme_label() == *label),
@@ -104,24 +107,5 @@ impl TableSpec for Table3 {
             Row::Scheme(label) => label,
         };
         Some(PaperValue::new(3, "accept", scheme))
-    }
-
-    fn id(&self, _: &Panel) -> &'static str {
-        "table3"
-    }
-
-    fn title(&self, panel: &Panel) -> String {
-        format!(
-            "Table 3: average per-node acceptance probability, draft T {}",
-            panel.temp()
-        )
-    }
-
-    fn notes(&self, panel: &Panel) -> Vec<String> {
-        vec![
-            format!("{}; mean ± s.d. over seeds", panel.sampling().describe()),
-            "each scheme's row averages its closed-form acceptance over the nodes its own run visited (two-step IS: Σ min(p, p_I)); P* is averaged over the IS run's nodes (PAPER.md E5), or the first scheme's where IS did not run".into(),
-            format!("[paper: …] from {SOURCE}; the paper does not state Table 3's draft temperature: its values are shown at T = 1.2"),
-        ]
     }
 }

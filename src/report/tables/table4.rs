@@ -3,7 +3,7 @@
 
 use crate::experiment::metrics::{CellRow, mean};
 use crate::report::paper_tables::{Entry, Stat, Unit};
-use crate::report::published::{SOURCE, canonical};
+use crate::report::published::canonical;
 
 use super::{Panel, PaperValue, Split, TableSpec};
 
@@ -20,13 +20,8 @@ pub enum Metric {
 /// (`is` and `is:m=40:s=5` are one scheme).
 fn block_efficiencies(panel: &Panel, label: &str, k: usize) -> Vec<f64> {
     let label = canonical(label);
-    let at = |r: &&&CellRow| canonical(&r.scheme_label()) == label && r.k == k;
-    panel
-        .cells
-        .iter()
-        .filter(at)
-        .map(|r| r.block_efficiency)
-        .collect()
+    let at = panel.select(|r| canonical(&r.scheme_label()) == label && r.k == k);
+    at.iter().map(|r| r.block_efficiency).collect()
 }
 
 impl TableSpec for Table4 {
@@ -36,17 +31,22 @@ impl TableSpec for Table4 {
     type Column = (usize, Metric);
 
     const NAME: &'static str = "Table 4 (top-k sampling)";
+    const ID: &'static str = "table4";
+    const TITLE: &'static str = "Table 4: block efficiency under top-k sampling, {dataset}, draft T {temp}; loss = BE / BE_IS";
+    const NOTES: &'static [&'static str] = &[
+        "{sampling}; mean ± s.d. over seeds; loss is the ratio of seed means; [paper: …] from {source}",
+    ];
     const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        let top_k: Vec<&CellRow> = rows.iter().copied().filter(|r| r.top_k > 0).collect();
-        if top_k.is_empty() {
-            return Err(
-                "the run uses top-p, not top-k; run experiments/paper-e6.toml or --top-k 10 --top-p 1"
-                    .into(),
-            );
+    fn reads(&self, cell: &CellRow) -> bool {
+        cell.top_k > 0
+    }
+
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        match cells {
+            [] => Err("the run uses top-p, not top-k; run experiments/paper-e6.toml or --top-k 10 --top-p 1".into()),
+            _ => Ok(()),
         }
-        Ok(top_k)
     }
 
     fn columns(&self, panel: &Panel) -> Vec<(String, (usize, Metric))> {
@@ -69,8 +69,7 @@ impl TableSpec for Table4 {
         label: &String,
         (k, _): &(usize, Metric),
     ) -> Vec<&'a CellRow> {
-        let at = |r: &&CellRow| r.scheme_label() == *label && r.k == *k;
-        panel.cells.iter().copied().filter(at).collect()
+        panel.select(|r| r.scheme_label() == *label && r.k == *k)
     }
 
     /// The loss is the ratio of the seed means, as the paper rounds it.
@@ -103,24 +102,5 @@ impl TableSpec for Table4 {
             Metric::Loss => "loss_pct",
         };
         Some(PaperValue::new(4, metric, label))
-    }
-
-    fn id(&self, _: &Panel) -> &'static str {
-        "table4"
-    }
-
-    fn title(&self, panel: &Panel) -> String {
-        format!(
-            "Table 4: block efficiency under top-k sampling, {}, draft T {}; loss = BE / BE_IS",
-            panel.dataset(),
-            panel.temp()
-        )
-    }
-
-    fn notes(&self, panel: &Panel) -> Vec<String> {
-        vec![format!(
-            "{}; mean ± s.d. over seeds; loss is the ratio of seed means; [paper: …] from {SOURCE}",
-            panel.sampling().describe()
-        )]
     }
 }

@@ -11,6 +11,8 @@ use super::{Draws, Panel, Split, TableSpec};
 
 pub struct VsSd;
 
+const FIGURE4_TITLE: &str = "Figure 4 as a table (non-identical drafts (T1:T2)): {dataset}, block efficiency (BE) and token rate (TR) as % over single-draft SD at the same draft temperature (SD at T1)";
+
 #[derive(Clone, Copy)]
 pub enum Metric {
     BlockEfficiency,
@@ -23,18 +25,23 @@ impl TableSpec for VsSd {
     type Column = (TempSet, Metric);
 
     const NAME: &'static str = "Figures 3–4 as tables (% over SD)";
+    /// Figure 3's; pairs are Figure 4 (`id` and `title` below).
+    const ID: &'static str = "figure3";
+    const TITLE: &'static str = "Figure 3 as a table (identical drafts): {dataset}, block efficiency (BE) and token rate (TR) as % over single-draft SD at the same draft temperature";
+    const NOTES: &'static [&'static str] =
+        &["{sampling}; mean ± s.d. over seeds; the paper publishes these only as plots"];
     const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Draws];
 
-    fn applies_to<'a>(&self, rows: &[&'a CellRow]) -> Result<Vec<&'a CellRow>, String> {
-        let with_sd: Vec<&CellRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.block_efficiency_vs_sd_pct.is_some())
-            .collect();
-        if with_sd.is_empty() {
-            return Err("no scheme cell has an SD baseline in its group: run with the `single` cells (they are added to every group by `specbench run`)".into());
+    /// The cells with an SD baseline in their group.
+    fn reads(&self, cell: &CellRow) -> bool {
+        cell.block_efficiency_vs_sd_pct.is_some()
+    }
+
+    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
+        match cells {
+            [] => Err("no scheme cell has an SD baseline in its group: run with the `single` cells (they are added to every group by `specbench run`)".into()),
+            _ => Ok(()),
         }
-        Ok(with_sd)
     }
 
     fn columns(&self, panel: &Panel) -> Vec<(String, Self::Column)> {
@@ -66,8 +73,7 @@ impl TableSpec for VsSd {
         (k, label): &Self::Row,
         (temp, _): &Self::Column,
     ) -> Vec<&'a CellRow> {
-        let at = |r: &&CellRow| r.k == *k && r.scheme_label() == *label && r.temp_set == *temp;
-        panel.cells.iter().copied().filter(at).collect()
+        panel.select(|r| r.k == *k && r.scheme_label() == *label && r.temp_set == *temp)
     }
 
     fn entry(
@@ -89,26 +95,15 @@ impl TableSpec for VsSd {
 
     fn id(&self, panel: &Panel) -> &'static str {
         match panel.draws() {
-            Draws::Identical => "figure3",
+            Draws::Identical => Self::ID,
             Draws::Pairs => "figure4",
         }
     }
 
     fn title(&self, panel: &Panel) -> String {
-        let (figure, draws, sd_at) = match panel.draws() {
-            Draws::Identical => (3, "identical drafts", ""),
-            Draws::Pairs => (4, "non-identical drafts (T1:T2)", " (SD at T1)"),
-        };
-        format!(
-            "Figure {figure} as a table ({draws}): {}, block efficiency (BE) and token rate (TR) as % over single-draft SD at the same draft temperature{sd_at}",
-            panel.dataset()
-        )
-    }
-
-    fn notes(&self, panel: &Panel) -> Vec<String> {
-        vec![format!(
-            "{}; mean ± s.d. over seeds; the paper publishes these only as plots",
-            panel.sampling().describe()
-        )]
+        match panel.draws() {
+            Draws::Identical => panel.fill(Self::TITLE),
+            Draws::Pairs => panel.fill(FIGURE4_TITLE),
+        }
     }
 }
