@@ -8,7 +8,7 @@ use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat};
+use super::data::{KGroup, by_temp_set, in_order, seeds_note, settings, split_by_k, stat};
 use super::figure::{Bar, Body, Figure, Panel};
 use super::style::scheme_style;
 use crate::select::{DraftLaw, SCHEMES};
@@ -122,17 +122,9 @@ fn caption(group: &KGroup, seen: &Seen) -> String {
 }
 
 fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
-    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set));
-    temp_sets.sort();
     let mut seen = Seen::default();
     let mut panels = Vec::new();
-    for temp_set in &temp_sets {
-        let here: Vec<&CellRow> = group
-            .rows
-            .iter()
-            .copied()
-            .filter(|r| &r.temp_set == temp_set)
-            .collect();
+    for (temp_set, here) in by_temp_set(&group.rows) {
         panels.push(Panel {
             title: format!("draft T = {temp_set}"),
             x_label: "mean acceptance probability per node".into(),

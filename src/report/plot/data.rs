@@ -26,6 +26,14 @@ pub fn stat(values: &[f64]) -> Option<Stat> {
     })
 }
 
+/// Cells by draft temperature set, ascending: a panel each.
+pub fn by_temp_set<'a>(rows: &[&'a CellRow]) -> Vec<(TempSet, Vec<&'a CellRow>)> {
+    let mut temp_sets = in_order(rows.iter().map(|r| r.temp_set));
+    temp_sets.sort();
+    let cells = |t: TempSet| rows.iter().copied().filter(|r| r.temp_set == t).collect();
+    temp_sets.into_iter().map(|t| (t, cells(t))).collect()
+}
+
 /// Each scheme cell's block efficiency and token rate as % over the SD
 /// cell of the same dataset, temperature set and seed.
 pub struct VsSd<'a> {

@@ -111,165 +111,164 @@ fn percent_panel(title: &str, x_label: &str, y_label: &str, series: Vec<Series>)
     panel
 }
 
-fn build(sweep: Sweep, vs_sd: &VsSd, skipped: &mut Vec<Skip>) -> Option<Figure> {
-    let xs = in_order(sweep.cells.iter().map(|(x, _)| x.to_bits()));
-    if xs.len() < 2 {
-        skipped.push(Skip::new(
-            &sweep.name,
-            format!(
-                "only one draft temperature ({}): a line needs at least two (add temperatures to the sweep)",
-                f64::from_bits(xs[0])
-            ),
-        ));
-        return None;
-    }
-    let rows: Vec<&CellRow> = sweep.cells.iter().map(|(_, r)| *r).collect();
-    let group = KGroup {
-        k: sweep.k,
-        split: false,
-        rows: rows.clone(),
-    };
-    let (lines, missing) = lines(&sweep, &group, vs_sd);
-    if lines.is_empty() {
-        skipped.push(Skip::new(
-            &sweep.name,
-            "no SD baseline for these cells (% over SD needs the `sd` cell of each dataset, temperature set and seed): re-run with the plan's SD cells, or give the shard that holds them too".to_string(),
-        ));
-        return None;
-    }
-    let (be, tr, seeds) = series(&lines, sweep.k);
-    let panels = vec![
-        percent_panel("Block efficiency", sweep.x_label, BE_LABEL, be),
-        percent_panel("Token rate", sweep.x_label, TR_LABEL, tr),
-    ];
-    let mut caption = format!(
-        "Dashed line: single-draft SD (0 %), the baseline at the same draft temperature and seed; {}. {}.",
-        seeds_note(seeds),
-        settings(&rows)
-    );
-    if missing > 0 {
-        caption.push_str(&format!(
-            " {missing} cells without an SD baseline left out."
-        ));
-    }
-    let mut legend = Figure::legend_of(&panels);
-    legend.push(LegendEntry {
-        label: "SD baseline (0 %)".into(),
-        style: scheme_style("single"),
-        line: Line::Dashed,
-        marker: false,
-    });
-    Some(Figure {
-        name: sweep.name,
-        title: format!("{}, {}", sweep.title, group.title()),
-        caption,
-        legend,
-        panels,
-        columns: 2,
-    })
+/// Makes the figures, noting the ones it cannot draw.
+struct Builder<'r, 's> {
+    vs_sd: VsSd<'r>,
+    skipped: &'s mut Vec<Skip>,
 }
 
-/// A figure of the sweep for each K group of its cells (the group's suffix
-/// added to the name).
-fn by_k(sweep: Sweep, vs_sd: &VsSd, skipped: &mut Vec<Skip>) -> Vec<Figure> {
-    let rows: Vec<&CellRow> = sweep.cells.iter().map(|(_, r)| *r).collect();
-    let mut figures = Vec::new();
-    for group in split_by_k(&rows) {
-        let cells = (sweep.cells.iter())
-            .filter(|(_, r)| group.rows.iter().any(|g| std::ptr::eq(*g, *r)))
-            .copied()
-            .collect();
-        let sweep = Sweep {
-            name: format!("{}{}", sweep.name, group.suffix()),
-            title: sweep.title.clone(),
-            k: group.k,
-            x_label: sweep.x_label,
-            cells,
-        };
-        figures.extend(build(sweep, vs_sd, skipped));
-    }
-    figures
-}
-
-/// Figure 3: one dataset's identical-draft cells against their temperature.
-fn figure3(
-    dataset: Dataset,
-    identical: &[&CellRow],
-    vs_sd: &VsSd,
-    skipped: &mut Vec<Skip>,
-) -> Vec<Figure> {
-    let cells: Vec<(f64, &CellRow)> = identical
-        .iter()
-        .filter(|r| r.dataset == dataset)
-        .map(|r| (r.temp_set.identical().unwrap(), *r))
-        .collect();
-    if cells.is_empty() {
-        return Vec::new();
-    }
-    if !vs_sd.has_baseline(dataset) && cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
-        skipped.push(Skip::new(
-            format!("fig3-{dataset}"),
-            format!("no SD baseline for {dataset} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
-        ));
-        return Vec::new();
-    }
-    let sweep = Sweep {
-        name: format!("fig3-{dataset}"),
-        title: format!("{dataset}: identical drafts"),
-        k: None,
-        x_label: "draft temperature",
-        cells,
-    };
-    by_k(sweep, vs_sd, skipped)
-}
-
-/// Figure 4: one dataset's pairs against the second draft's temperature,
-/// a figure per first draft's temperature.
-fn figure4(
-    dataset: Dataset,
-    pairs: &[&CellRow],
-    vs_sd: &VsSd,
-    skipped: &mut Vec<Skip>,
-) -> Vec<Figure> {
-    let pair_cells: Vec<(f64, f64, &CellRow)> = pairs
-        .iter()
-        .filter(|r| r.dataset == dataset)
-        .map(|r| {
-            let (t1, t2) = r.temp_set.pair().unwrap();
-            (t1, t2, *r)
-        })
-        .collect();
-    let mut figures = Vec::new();
-    for first in in_order(pair_cells.iter().map(|(t1, _, _)| t1.to_bits())) {
-        let t1 = f64::from_bits(first);
-        let cells: Vec<(f64, &CellRow)> = pair_cells
-            .iter()
-            .filter(|(a, _, _)| a.to_bits() == first)
-            .map(|(_, t2, r)| (*t2, *r))
-            .collect();
-        let name = format!("fig4-{dataset}-t1-{t1}");
-        if cells.iter().all(|(_, r)| vs_sd.of(r).is_none()) {
-            skipped.push(Skip::new(
-                &name,
-                format!("no SD baseline for {dataset} at T1 = {t1} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
+impl Builder<'_, '_> {
+    fn build(&mut self, sweep: Sweep) -> Option<Figure> {
+        let xs = in_order(sweep.cells.iter().map(|(x, _)| x.to_bits()));
+        if xs.len() < 2 {
+            self.skipped.push(Skip::new(
+                &sweep.name,
+                format!(
+                    "only one draft temperature ({}): a line needs at least two (add temperatures to the sweep)",
+                    f64::from_bits(xs[0])
+                ),
             ));
-            continue;
+            return None;
+        }
+        let rows: Vec<&CellRow> = sweep.cells.iter().map(|(_, r)| *r).collect();
+        let group = KGroup {
+            k: sweep.k,
+            split: false,
+            rows: rows.clone(),
+        };
+        let (lines, missing) = lines(&sweep, &group, &self.vs_sd);
+        if lines.is_empty() {
+            self.skipped.push(Skip::new(
+                &sweep.name,
+                "no SD baseline for these cells (% over SD needs the `sd` cell of each dataset, temperature set and seed): re-run with the plan's SD cells, or give the shard that holds them too".to_string(),
+            ));
+            return None;
+        }
+        let (be, tr, seeds) = series(&lines, sweep.k);
+        let panels = vec![
+            percent_panel("Block efficiency", sweep.x_label, BE_LABEL, be),
+            percent_panel("Token rate", sweep.x_label, TR_LABEL, tr),
+        ];
+        let mut caption = format!(
+            "Dashed line: single-draft SD (0 %), the baseline at the same draft temperature and seed; {}. {}.",
+            seeds_note(seeds),
+            settings(&rows)
+        );
+        if missing > 0 {
+            caption.push_str(&format!(
+                " {missing} cells without an SD baseline left out."
+            ));
+        }
+        let mut legend = Figure::legend_of(&panels);
+        legend.push(LegendEntry {
+            label: "SD baseline (0 %)".into(),
+            style: scheme_style("single"),
+            line: Line::Dashed,
+            marker: false,
+        });
+        Some(Figure {
+            name: sweep.name,
+            title: format!("{}, {}", sweep.title, group.title()),
+            caption,
+            legend,
+            panels,
+            columns: 2,
+        })
+    }
+
+    /// A figure of the sweep for each K group of its cells (the group's suffix
+    /// added to the name).
+    fn by_k(&mut self, sweep: Sweep) -> Vec<Figure> {
+        let rows: Vec<&CellRow> = sweep.cells.iter().map(|(_, r)| *r).collect();
+        let mut figures = Vec::new();
+        for group in split_by_k(&rows) {
+            let cells = (sweep.cells.iter())
+                .filter(|(_, r)| group.rows.iter().any(|g| std::ptr::eq(*g, *r)))
+                .copied()
+                .collect();
+            let sweep = Sweep {
+                name: format!("{}{}", sweep.name, group.suffix()),
+                title: sweep.title.clone(),
+                k: group.k,
+                x_label: sweep.x_label,
+                cells,
+            };
+            figures.extend(self.build(sweep));
+        }
+        figures
+    }
+
+    /// Figure 3: one dataset's identical-draft cells against their temperature.
+    fn figure3(&mut self, dataset: Dataset, identical: &[&CellRow]) -> Vec<Figure> {
+        let cells: Vec<(f64, &CellRow)> = identical
+            .iter()
+            .filter(|r| r.dataset == dataset)
+            .map(|r| (r.temp_set.identical().unwrap(), *r))
+            .collect();
+        if cells.is_empty() {
+            return Vec::new();
+        }
+        if !self.vs_sd.has_baseline(dataset)
+            && cells.iter().all(|(_, r)| self.vs_sd.of(r).is_none())
+        {
+            self.skipped.push(Skip::new(
+                format!("fig3-{dataset}"),
+                format!("no SD baseline for {dataset} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
+            ));
+            return Vec::new();
         }
         let sweep = Sweep {
-            name,
-            title: format!("{dataset}: non-identical drafts, first draft T = {t1}"),
+            name: format!("fig3-{dataset}"),
+            title: format!("{dataset}: identical drafts"),
             k: None,
-            x_label: "second draft's temperature",
+            x_label: "draft temperature",
             cells,
         };
-        figures.extend(by_k(sweep, vs_sd, skipped));
+        self.by_k(sweep)
     }
-    figures
+
+    /// Figure 4: one dataset's pairs against the second draft's temperature,
+    /// a figure per first draft's temperature.
+    fn figure4(&mut self, dataset: Dataset, pairs: &[&CellRow]) -> Vec<Figure> {
+        let pair_cells: Vec<(f64, f64, &CellRow)> = pairs
+            .iter()
+            .filter(|r| r.dataset == dataset)
+            .map(|r| {
+                let (t1, t2) = r.temp_set.pair().unwrap();
+                (t1, t2, *r)
+            })
+            .collect();
+        let mut figures = Vec::new();
+        for first in in_order(pair_cells.iter().map(|(t1, _, _)| t1.to_bits())) {
+            let t1 = f64::from_bits(first);
+            let cells: Vec<(f64, &CellRow)> = pair_cells
+                .iter()
+                .filter(|(a, _, _)| a.to_bits() == first)
+                .map(|(_, t2, r)| (*t2, *r))
+                .collect();
+            let name = format!("fig4-{dataset}-t1-{t1}");
+            if cells.iter().all(|(_, r)| self.vs_sd.of(r).is_none()) {
+                self.skipped.push(Skip::new(
+                    &name,
+                    format!("no SD baseline for {dataset} at T1 = {t1} (no `sd` cells): % over SD needs them; re-run without dropping the SD cells, or add the shard that holds them"),
+                ));
+                continue;
+            }
+            let sweep = Sweep {
+                name,
+                title: format!("{dataset}: non-identical drafts, first draft T = {t1}"),
+                k: None,
+                x_label: "second draft's temperature",
+                cells,
+            };
+            figures.extend(self.by_k(sweep));
+        }
+        figures
+    }
 }
 
 /// Figure 3 (identical drafts) and Figure 4 (pairs) for every dataset.
 pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
-    let vs_sd = VsSd::new(rows);
     let schemes: Vec<&CellRow> = rows.iter().filter(|r| r.kind == CellKind::Scheme).collect();
     let identical: Vec<&CellRow> = schemes
         .iter()
@@ -293,10 +292,14 @@ pub fn temperature_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Fig
             "no non-identical draft pairs (run with --draft-temp-pairs T1:T2,…)",
         ));
     }
+    let mut builder = Builder {
+        vs_sd: VsSd::new(rows),
+        skipped,
+    };
     let mut figures = Vec::new();
     for dataset in in_order(schemes.iter().map(|r| r.dataset)) {
-        figures.extend(figure3(dataset, &identical, &vs_sd, skipped));
-        figures.extend(figure4(dataset, &pairs, &vs_sd, skipped));
+        figures.extend(builder.figure3(dataset, &identical));
+        figures.extend(builder.figure4(dataset, &pairs));
     }
     figures
 }
