@@ -99,6 +99,9 @@ pub trait TableSpec {
     fn paper(&self, _row: &Self::Row, _column: &Self::Column) -> Option<PaperValue> {
         None
     }
+    /// [`ID`](Self::ID), [`TITLE`](Self::TITLE) and [`NOTES`](Self::NOTES)
+    /// for one panel; a table whose wording depends on more than the
+    /// panel's keys overrides these (Figures 3–4, E7).
     fn id(&self, _panel: &Panel) -> &'static str {
         Self::ID
     }

@@ -51,6 +51,7 @@ impl TableSpec for SelectTime {
 
     fn entry(&self, _: &Panel, _: &String, _: &usize, cells: &[&CellRow]) -> Entry {
         let us: Vec<f64> = cells.iter().filter_map(|r| r.select_us_per_token).collect();
+        // Printed with three decimals, like block efficiency.
         Entry::new(Stat::of(&us), Unit::Tokens)
     }
 }
