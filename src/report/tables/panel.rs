@@ -133,6 +133,16 @@ impl<'a> Panel<'a> {
         in_order(self.cells.iter().map(|r| r.scheme_label()))
     }
 
+    /// The scheme labels as rows, each keyed by itself.
+    pub fn scheme_rows(&self) -> Vec<(String, String)> {
+        self.labels().into_iter().map(|l| (l.clone(), l)).collect()
+    }
+
+    /// The cells of one scheme label at one K.
+    pub fn scheme_at(&self, label: &str, k: usize) -> Vec<&'a CellRow> {
+        self.select(|r| r.scheme_label() == label && r.k == k)
+    }
+
     /// The draft temperature sets of the panel's cells, ascending.
     pub fn temps(&self) -> Vec<TempSet> {
         let mut temps = in_order(self.cells.iter().map(|r| r.temp_set));

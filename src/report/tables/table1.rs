@@ -47,11 +47,11 @@ impl TableSpec for Table1 {
     }
 
     fn rows(&self, panel: &Panel) -> Vec<(String, String)> {
-        panel.labels().into_iter().map(|l| (l.clone(), l)).collect()
+        panel.scheme_rows()
     }
 
     fn cells<'a>(&self, panel: &Panel<'a>, label: &String, k: &usize) -> Vec<&'a CellRow> {
-        panel.select(|r| r.scheme_label() == *label && r.k == *k)
+        panel.scheme_at(label, *k)
     }
 
     fn entry(&self, _: &Panel, _: &String, _: &usize, cells: &[&CellRow]) -> Entry {

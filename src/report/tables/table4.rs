@@ -60,7 +60,7 @@ impl TableSpec for Table4 {
     }
 
     fn rows(&self, panel: &Panel) -> Vec<(String, String)> {
-        panel.labels().into_iter().map(|l| (l.clone(), l)).collect()
+        panel.scheme_rows()
     }
 
     fn cells<'a>(
@@ -69,7 +69,7 @@ impl TableSpec for Table4 {
         label: &String,
         (k, _): &(usize, Metric),
     ) -> Vec<&'a CellRow> {
-        panel.select(|r| r.scheme_label() == *label && r.k == *k)
+        panel.scheme_at(label, *k)
     }
 
     /// The loss is the ratio of the seed means, as the paper rounds it.
