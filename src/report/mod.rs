@@ -8,9 +8,12 @@ pub mod plot;
 pub mod published;
 pub mod render;
 pub mod results;
+mod shared;
 pub mod summary;
+pub mod tables;
 
 pub use paper_tables::{Report, build_report};
 pub use render::{Format, render};
 pub use results::{Results, load};
+pub use shared::{Skip, in_order};
 pub use summary::{pooled_vs_sd, summary_table};

@@ -80,8 +80,8 @@ fn footer(report: &Report, out: &mut String, bullet: &str) {
             report.setup_differences.join("; ")
         );
     }
-    for (what, why) in &report.skipped {
-        let _ = writeln!(out, "{bullet}not shown: {what}: {why}");
+    for skip in &report.skipped {
+        let _ = writeln!(out, "{bullet}not shown: {}: {}", skip.name, skip.reason);
     }
 }
 

@@ -186,7 +186,7 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
     assert!(names.contains(&"fig3-dolly"), "{names:?}");
     assert!(out.join("fig3-dolly.png").is_file());
     // One K: no block-efficiency-by-K figure, and no pairs: no Figure 4.
-    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.figure.as_str()).collect();
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.name.as_str()).collect();
     assert!(
         skipped.contains(&"be-by-k") && skipped.contains(&"fig4"),
         "{skipped:?}"
@@ -526,7 +526,7 @@ fn bad_input_gets_a_one_line_error_naming_the_fix() {
     assert!(drawn.is_empty());
     let reason = &skipped
         .iter()
-        .find(|s| s.figure == "fig3-dolly")
+        .find(|s| s.name == "fig3-dolly")
         .unwrap()
         .reason;
     assert!(

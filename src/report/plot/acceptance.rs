@@ -8,7 +8,7 @@ use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat};
+use super::data::{KGroup, by_temp_set, in_order, seeds_note, settings, split_by_k, stat};
 use super::figure::{Bar, Body, Figure, Panel};
 use super::style::scheme_style;
 use crate::select::{DraftLaw, SCHEMES};
@@ -50,65 +50,54 @@ pub fn acceptance_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figu
     figures
 }
 
-fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
-    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set));
-    temp_sets.sort();
-    let mut seeds = 0;
-    let mut panels = Vec::new();
-    let mut missing_pstar = false;
-    for temp_set in &temp_sets {
-        let here: Vec<&CellRow> = group
-            .rows
+/// What one panel's bars leave for the caption.
+#[derive(Default)]
+struct Seen {
+    /// The most seeds behind one bar.
+    seeds: usize,
+    /// Some bar has no `P*` to compare with.
+    missing_pstar: bool,
+}
+
+/// One bar per scheme and K: its mean acceptance, `P*` as a tick.
+fn bars(group: &KGroup, here: &[&CellRow], seen: &mut Seen) -> Vec<Bar> {
+    let mut bars = Vec::new();
+    for (label, k) in in_order(here.iter().map(|r| (r.scheme_label(), r.k))) {
+        let cells: Vec<&CellRow> = here
             .iter()
             .copied()
-            .filter(|r| &r.temp_set == temp_set)
+            .filter(|r| r.scheme_label() == label && r.k == k)
             .collect();
-        let mut bars = Vec::new();
-        for (label, k) in in_order(here.iter().map(|r| (r.scheme_label(), r.k))) {
-            let cells: Vec<&CellRow> = here
-                .iter()
-                .copied()
-                .filter(|r| r.scheme_label() == label && r.k == k)
-                .collect();
-            let accept: Vec<f64> = cells.iter().filter_map(|r| r.mean_accept).collect();
-            let pstar: Vec<f64> = cells.iter().filter_map(|r| r.mean_pstar).collect();
-            let a = stat(&accept).expect("filtered on mean_accept");
-            seeds = seeds.max(a.n);
-            let p = if pstar.len() == cells.len() {
-                stat(&pstar)
-            } else {
-                None
-            };
-            missing_pstar |= p.is_none();
-            let note = match p {
-                Some(p) => format!("{:.3} = {:.1}% of P*", a.mean, 100.0 * a.mean / p.mean),
-                None => format!("{:.3} (P* not computed)", a.mean),
-            };
-            bars.push(Bar {
-                label: group.label(cells[0]),
-                style: scheme_style(&label),
-                value: a.mean,
-                err: a.se,
-                reference: p.map(|p| p.mean),
-                note,
-            });
-        }
-        panels.push(Panel {
-            title: format!("draft T = {temp_set}"),
-            x_label: "mean acceptance probability per node".into(),
-            y_label: String::new(),
-            body: Body::Bars(bars),
-            reference: None,
-            x_range: Some((0.0, 1.0)),
-            y_range: None,
-            integer_x: false,
-            percent_y: false,
+        let accept: Vec<f64> = cells.iter().filter_map(|r| r.mean_accept).collect();
+        let pstar: Vec<f64> = cells.iter().filter_map(|r| r.mean_pstar).collect();
+        let a = stat(&accept).expect("filtered on mean_accept");
+        seen.seeds = seen.seeds.max(a.n);
+        let p = if pstar.len() == cells.len() {
+            stat(&pstar)
+        } else {
+            None
+        };
+        seen.missing_pstar |= p.is_none();
+        let note = match p {
+            Some(p) => format!("{:.3} = {:.1}% of P*", a.mean, 100.0 * a.mean / p.mean),
+            None => format!("{:.3} (P* not computed)", a.mean),
+        };
+        bars.push(Bar {
+            label: group.label(cells[0]),
+            style: scheme_style(&label),
+            value: a.mean,
+            err: a.se,
+            reference: p.map(|p| p.mean),
+            note,
         });
     }
-    let columns = panels.len().min(3);
+    bars
+}
+
+fn caption(group: &KGroup, seen: &Seen) -> String {
     let mut caption = format!(
         "Bars: mean per-node acceptance of each scheme; black tick: P*, the optimal acceptance for the same nodes' draft and target laws; {}. {}.",
-        seeds_note(seeds),
+        seeds_note(seen.seeds),
         settings(&group.rows)
     );
     // Schemes whose drafts are not i.i.d. (without replacement, greedy) can
@@ -126,8 +115,27 @@ fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
             if non_iid.len() == 1 { "draws" } else { "draw" }
         ));
     }
-    if missing_pstar {
+    if seen.missing_pstar {
         caption.push_str(" P* is not computed for non-identical drafts with large supports.");
+    }
+    caption
+}
+
+fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
+    let mut seen = Seen::default();
+    let mut panels = Vec::new();
+    for (temp_set, here) in by_temp_set(&group.rows) {
+        panels.push(Panel {
+            title: format!("draft T = {temp_set}"),
+            x_label: "mean acceptance probability per node".into(),
+            y_label: String::new(),
+            body: Body::Bars(bars(group, &here, &mut seen)),
+            reference: None,
+            x_range: Some((0.0, 1.0)),
+            y_range: None,
+            integer_x: false,
+            percent_y: false,
+        });
     }
     Figure {
         name: format!("accept-vs-pstar-{dataset}{}", group.suffix()),
@@ -135,9 +143,9 @@ fn acceptance_figure(dataset: &Dataset, group: &KGroup) -> Figure {
             "{dataset}: acceptance against the optimum P*, {}",
             group.title()
         ),
-        caption,
+        caption: caption(group, &seen),
         legend: Vec::new(),
+        columns: panels.len().min(3),
         panels,
-        columns,
     }
 }

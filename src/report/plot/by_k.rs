@@ -6,7 +6,7 @@ use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{display_label, in_order, seeds_note, settings, stat};
+use super::data::{by_temp_set, display_label, in_order, seeds_note, settings, stat};
 use super::figure::{Figure, Panel, Point, Series};
 use super::style::scheme_style;
 
@@ -58,16 +58,9 @@ pub fn by_k_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
             .iter()
             .filter(|r| r.dataset == dataset && r.kind != CellKind::Target)
             .collect();
-        let mut temp_sets = in_order(in_dataset.iter().map(|r| r.temp_set));
-        temp_sets.sort();
         let mut panels = Vec::new();
         let mut seeds = 0;
-        for temp_set in &temp_sets {
-            let here: Vec<&CellRow> = in_dataset
-                .iter()
-                .copied()
-                .filter(|r| &r.temp_set == temp_set)
-                .collect();
+        for (temp_set, here) in by_temp_set(&in_dataset) {
             // Only schemes run at two or more K make a line.
             let labels = in_order(here.iter().map(|r| r.scheme_label()));
             let mut series = Vec::new();

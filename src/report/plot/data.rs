@@ -8,6 +8,8 @@ use crate::data::Dataset;
 use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{CellRow, mean, standard_error};
 
+pub use crate::report::in_order;
+
 /// Mean ± standard error over seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stat {
@@ -24,15 +26,12 @@ pub fn stat(values: &[f64]) -> Option<Stat> {
     })
 }
 
-/// Values in the order they first appear.
-pub fn in_order<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for value in values {
-        if !out.contains(&value) {
-            out.push(value);
-        }
-    }
-    out
+/// Cells by draft temperature set, ascending: a panel each.
+pub fn by_temp_set<'a>(rows: &[&'a CellRow]) -> Vec<(TempSet, Vec<&'a CellRow>)> {
+    let mut temp_sets = in_order(rows.iter().map(|r| r.temp_set));
+    temp_sets.sort();
+    let cells = |t: TempSet| rows.iter().copied().filter(|r| r.temp_set == t).collect();
+    temp_sets.into_iter().map(|t| (t, cells(t))).collect()
 }
 
 /// Each scheme cell's block efficiency and token rate as % over the SD

@@ -7,7 +7,7 @@ use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::data::{KGroup, in_order, seeds_note, settings, split_by_k, stat};
+use super::data::{KGroup, by_temp_set, in_order, seeds_note, settings, split_by_k, stat};
 use super::figure::{Figure, Line, Panel, Point, Series};
 use super::style::scheme_style;
 
@@ -62,17 +62,9 @@ pub fn depth_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure> {
 }
 
 fn depth_figure(dataset: &Dataset, group: &KGroup, depth: usize) -> Figure {
-    let mut temp_sets = in_order(group.rows.iter().map(|r| r.temp_set));
-    temp_sets.sort();
     let mut seeds = 0;
     let mut panels = Vec::new();
-    for temp_set in &temp_sets {
-        let here: Vec<&CellRow> = group
-            .rows
-            .iter()
-            .copied()
-            .filter(|r| &r.temp_set == temp_set)
-            .collect();
+    for (temp_set, here) in by_temp_set(&group.rows) {
         let keys = in_order(here.iter().map(|r| (r.scheme_label(), r.k)));
         let mut series = Vec::new();
         for (label, k) in &keys {

@@ -77,7 +77,8 @@ fn panel_title(panel: &str) -> &'static str {
     }
 }
 
-pub fn figure2(path: &Path) -> Result<Figure> {
+/// The CSV's rows, per panel, in file order.
+fn read_panels(path: &Path) -> Result<Vec<(String, Vec<Row>)>> {
     let mut reader =
         csv::Reader::from_path(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut panels: Vec<(String, Vec<Row>)> = Vec::new();
@@ -115,6 +116,47 @@ pub fn figure2(path: &Path) -> Result<Figure> {
             None => panels.push((panel, vec![row])),
         }
     }
+    Ok(panels)
+}
+
+/// One panel's curves against q2; the full LP as markers only.
+fn panel(panel: &str, rows: &mut [Row]) -> Panel {
+    rows.sort_by(|a, b| a.q2.total_cmp(&b.q2));
+    let curve = |label: &str, value: fn(&Row) -> f64| {
+        let points = rows
+            .iter()
+            .map(|r| Point {
+                x: r.q2,
+                y: value(r),
+                err: None,
+            })
+            .collect();
+        let mut series = Series::new(label, scheme_style(label), points);
+        series.marker_every = 0;
+        series
+    };
+    let optimal = curve("Optimal", |r| r.optimal);
+    let mut full_lp = curve("IS, full pairwise LP (s = M = 3)", |r| r.is_full_lp);
+    full_lp.style = scheme_style("is");
+    full_lp.line = Line::None;
+    full_lp.marker_every = (rows.len() / 16).max(1);
+    let spectr = curve("SpecTr", |r| r.spectr);
+    let specinfer = curve("SpecInfer", |r| r.specinfer);
+    let mut sd = curve("SD", |r| r.sd);
+    sd.line = Line::Dashed;
+    let mut p = Panel::lines(
+        format!("{} panel: {}", capitalise(panel), panel_title(panel)),
+        "q2 (draft probability of the second token)",
+        "acceptance probability",
+        vec![optimal, full_lp, spectr, specinfer, sd],
+    );
+    let max_q2 = rows.last().map(|r| r.q2).unwrap_or(1.0);
+    p.x_range = Some((-0.02 * max_q2, 1.02 * max_q2));
+    p
+}
+
+pub fn figure2(path: &Path) -> Result<Figure> {
+    let mut panels = read_panels(path)?;
     if panels.is_empty() {
         bail!(
             "{} has no rows: regenerate it with `specbench theory figure2 --out FILE.csv`",
@@ -122,42 +164,8 @@ pub fn figure2(path: &Path) -> Result<Figure> {
         );
     }
     panels.sort_by_key(|(p, _)| p != "left");
-    let panels: Vec<Panel> = panels
-        .iter_mut()
-        .map(|(panel, rows)| {
-            rows.sort_by(|a, b| a.q2.total_cmp(&b.q2));
-            let curve = |label: &str, value: fn(&Row) -> f64| {
-                let points = rows
-                    .iter()
-                    .map(|r| Point {
-                        x: r.q2,
-                        y: value(r),
-                        err: None,
-                    })
-                    .collect();
-                let mut series = Series::new(label, scheme_style(label), points);
-                series.marker_every = 0;
-                series
-            };
-            let optimal = curve("Optimal", |r| r.optimal);
-            let mut full_lp = curve("IS, full pairwise LP (s = M = 3)", |r| r.is_full_lp);
-            full_lp.style = scheme_style("is");
-            full_lp.line = Line::None;
-            full_lp.marker_every = (rows.len() / 16).max(1);
-            let spectr = curve("SpecTr", |r| r.spectr);
-            let specinfer = curve("SpecInfer", |r| r.specinfer);
-            let mut sd = curve("SD", |r| r.sd);
-            sd.line = Line::Dashed;
-            let mut p = Panel::lines(
-                format!("{} panel: {}", capitalise(panel), panel_title(panel)),
-                "q2 (draft probability of the second token)",
-                "acceptance probability",
-                vec![optimal, full_lp, spectr, specinfer, sd],
-            );
-            let max_q2 = rows.last().map(|r| r.q2).unwrap_or(1.0);
-            p.x_range = Some((-0.02 * max_q2, 1.02 * max_q2));
-            p
-        })
+    let panels: Vec<Panel> = (panels.iter_mut())
+        .map(|(name, rows)| panel(name, rows))
         .collect();
     Ok(Figure {
         name: "fig2".into(),

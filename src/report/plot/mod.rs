@@ -2,39 +2,41 @@
 //! `theory figure2`), as SVG and PNG. Each builder picks the figures the
 //! data supports and says why it skipped the others; `draw` renders them.
 
-pub mod acceptance;
-pub mod by_k;
 pub mod data;
-pub mod depth;
 pub mod draw;
 pub mod figure;
 pub mod figure2;
 pub mod style;
-pub mod temperature;
+
+/// Declares each family's module and lists its builder in [`RUN_FIGURES`]:
+/// one line a family.
+macro_rules! figures {
+    ($($module:ident: $build:ident;)*) => {
+        $(pub mod $module;)*
+
+        /// Every family of figures `plot` draws from runs, in the order it
+        /// writes them.
+        pub const RUN_FIGURES: &[RunFigures] = &[$($module::$build),*];
+    };
+}
+
+figures! {
+    temperature: temperature_figures;
+    by_k: by_k_figures;
+    depth: depth_figures;
+    acceptance: acceptance_figures;
+}
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-pub use figure::Figure;
+use crate::experiment::metrics::CellRow;
 
 use super::results::load;
 
-/// A figure that was not drawn, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Skip {
-    pub figure: String,
-    pub reason: String,
-}
-
-impl Skip {
-    pub fn new(figure: &str, reason: impl Into<String>) -> Self {
-        Skip {
-            figure: figure.into(),
-            reason: reason.into(),
-        }
-    }
-}
+pub use super::Skip;
+pub use figure::Figure;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageFormat {
@@ -70,6 +72,10 @@ impl ImageFormat {
     }
 }
 
+/// Makes a family of figures from a run's rows, noting each one the rows
+/// cannot fill in `skipped`.
+pub type RunFigures = fn(&[CellRow], &mut Vec<Skip>) -> Vec<Figure>;
+
 /// The figures the inputs support, and the ones skipped with the reason.
 #[derive(Clone, Debug)]
 pub struct Figures {
@@ -100,11 +106,9 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
     if !runs.is_empty() {
         let runs: Vec<PathBuf> = runs.into_iter().cloned().collect();
         let results = load(&runs)?;
-        let rows = &results.rows;
-        figures.extend(temperature::temperature_figures(rows, &mut skipped));
-        figures.extend(by_k::by_k_figures(rows, &mut skipped));
-        figures.extend(depth::depth_figures(rows, &mut skipped));
-        figures.extend(acceptance::acceptance_figures(rows, &mut skipped));
+        for run_figures in RUN_FIGURES {
+            figures.extend(run_figures(&results.rows, &mut skipped));
+        }
     } else {
         skipped.push(Skip::new(
             "run figures",
@@ -142,7 +146,7 @@ impl PlotReport {
             ));
         }
         for s in &self.skipped {
-            out.push_str(&format!("skipped {}: {}\n", s.figure, s.reason));
+            out.push_str(&format!("skipped {}: {}\n", s.name, s.reason));
         }
         out
     }
@@ -184,7 +188,7 @@ pub fn plot(inputs: &[PathBuf], out: &Path, formats: &[ImageFormat]) -> Result<P
     if figures.is_empty() {
         let reasons: Vec<String> = skipped
             .iter()
-            .map(|s| format!("{}: {}", s.figure, s.reason))
+            .map(|s| format!("{}: {}", s.name, s.reason))
             .collect();
         bail!("no figure to draw ({})", reasons.join("; "));
     }

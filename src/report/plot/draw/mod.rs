@@ -2,16 +2,19 @@
 //! keeps text apart by construction: the title and caption in a header band
 //! (wrapped to the figure's width), the legend in its own column at the
 //! right (never over data), bar labels in a margin sized to the longest one.
+//! The panels themselves: `lines` and `bars`.
+
+mod bars;
+mod lines;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::figure::{Bar, Body, Figure, LegendEntry, Line, Panel, Series, legend_marker};
+use super::figure::{Bar, Body, Figure, LegendEntry, Line, Panel, legend_marker};
 use super::style::{
-    AXIS_LABEL_SIZE, CAPTION_SIZE, FONT_FAMILY, LEGEND_SIZE, Marker, PANEL_TITLE_SIZE, TICK_SIZE,
-    TITLE_SIZE, register_fonts,
+    CAPTION_SIZE, FONT_FAMILY, LEGEND_SIZE, Marker, TICK_SIZE, TITLE_SIZE, register_fonts,
 };
 
 const PANEL_WIDTH: u32 = 560;
@@ -245,40 +248,6 @@ where
     .map_err(fail)
 }
 
-/// Data range with a margin, never empty.
-fn padded(lo: f64, hi: f64, fraction: f64) -> (f64, f64) {
-    if !(lo.is_finite() && hi.is_finite()) {
-        return (0.0, 1.0);
-    }
-    let span = (hi - lo).abs().max(1e-9 + hi.abs() * 0.05).max(1e-6);
-    (lo - span * fraction, hi + span * fraction)
-}
-
-fn lines_ranges(panel: &Panel, series: &[Series]) -> ((f64, f64), (f64, f64)) {
-    let points = series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for p in points {
-        let e = p.err.unwrap_or(0.0);
-        x0 = x0.min(p.x);
-        x1 = x1.max(p.x);
-        y0 = y0.min(p.y - e);
-        y1 = y1.max(p.y + e);
-    }
-    if let Some(reference) = &panel.reference {
-        y0 = y0.min(reference.y);
-        y1 = y1.max(reference.y);
-    }
-    let x = panel.x_range.unwrap_or_else(|| {
-        if panel.integer_x {
-            (x0 - 0.3, x1 + 0.3)
-        } else {
-            padded(x0, x1, 0.06)
-        }
-    });
-    let y = panel.y_range.unwrap_or_else(|| padded(y0, y1, 0.08));
-    (x, y)
-}
-
 fn draw_panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
@@ -286,8 +255,8 @@ fn draw_panel<DB: DrawingBackend>(
     widths: (u32, u32),
 ) -> Result<()> {
     match &panel.body {
-        Body::Lines(series) => draw_lines(root, area, panel, series),
-        Body::Bars(bars) => draw_bars(root, area, panel, bars, widths),
+        Body::Lines(series) => lines::draw_lines(root, area, panel, series),
+        Body::Bars(bars) => bars::draw_bars(root, area, panel, bars, widths),
     }
 }
 
@@ -310,214 +279,6 @@ fn tick_label(value: f64, integer: bool, percent: bool) -> String {
             text.to_string()
         }
     }
-}
-
-fn draw_lines<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    area: &DrawingArea<DB, Shift>,
-    panel: &Panel,
-    series: &[Series],
-) -> Result<()> {
-    let ((x0, x1), (y0, y1)) = lines_ranges(panel, series);
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, font(PANEL_TITLE_SIZE))
-        .margin(12)
-        .margin_right(24)
-        .x_label_area_size(52)
-        .y_label_area_size(76)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(fail)?;
-    let integer = panel.integer_x;
-    let percent = panel.percent_y;
-    let x_format = move |v: &f64| tick_label(*v, integer, false);
-    let y_format = move |v: &f64| tick_label(*v, false, percent);
-    let x_ticks = if integer {
-        ((x1 - x0).round() as usize + 1).clamp(2, 12)
-    } else {
-        8
-    };
-    chart
-        .configure_mesh()
-        .x_desc(&panel.x_label)
-        .y_desc(&panel.y_label)
-        .axis_desc_style(font(AXIS_LABEL_SIZE))
-        .label_style(font(TICK_SIZE))
-        .x_labels(x_ticks)
-        .y_labels(8)
-        .x_label_formatter(&x_format)
-        .y_label_formatter(&y_format)
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
-        .draw()
-        .map_err(fail)?;
-    if let Some(reference) = &panel.reference {
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(x0, reference.y), (x1, reference.y)],
-                8,
-                5,
-                shape(BLACK, false, 1),
-            ))
-            .map_err(fail)?;
-        if !reference.label.is_empty() {
-            let (px, py) = chart.backend_coord(&(x1, reference.y));
-            root.draw(&Text::new(
-                reference.label.clone(),
-                (px - 4, py - 3),
-                font(TICK_SIZE).pos(Pos::new(HPos::Right, VPos::Bottom)),
-            ))
-            .map_err(fail)?;
-        }
-    }
-    let cap = (x1 - x0) * 0.008;
-    for s in series {
-        let points: Vec<(f64, f64)> = s.points.iter().map(|p| (p.x, p.y)).collect();
-        match s.line {
-            Line::Solid => {
-                chart
-                    .draw_series(LineSeries::new(
-                        points.clone(),
-                        shape(s.style.color, false, 2),
-                    ))
-                    .map_err(fail)?;
-            }
-            Line::Dashed => {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        points.clone(),
-                        10,
-                        6,
-                        shape(s.style.color, false, 2),
-                    ))
-                    .map_err(fail)?;
-            }
-            Line::None => {}
-        }
-        for p in &s.points {
-            if let Some(err) = p.err.filter(|e| *e > 0.0) {
-                let style = shape(s.style.color, false, 1);
-                chart
-                    .draw_series([
-                        PathElement::new(vec![(p.x, p.y - err), (p.x, p.y + err)], style),
-                        PathElement::new(
-                            vec![(p.x - cap, p.y - err), (p.x + cap, p.y - err)],
-                            style,
-                        ),
-                        PathElement::new(
-                            vec![(p.x - cap, p.y + err), (p.x + cap, p.y + err)],
-                            style,
-                        ),
-                    ])
-                    .map_err(fail)?;
-            }
-        }
-        if s.marker_every > 0 {
-            let last = s.points.len().saturating_sub(1);
-            let area = chart.plotting_area();
-            for (_, p) in s
-                .points
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| i % s.marker_every == 0 || *i == last)
-            {
-                draw_marker(area, (p.x, p.y), s.style.marker, s.style.color)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn draw_bars<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    area: &DrawingArea<DB, Shift>,
-    panel: &Panel,
-    bars: &[Bar],
-    (label_width, note_width): (u32, u32),
-) -> Result<()> {
-    let n = bars.len().max(1) as f64;
-    let (x0, x1) = panel.x_range.unwrap_or((0.0, 1.0));
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, font(PANEL_TITLE_SIZE))
-        .margin(12)
-        .margin_right(note_width.max(24))
-        .x_label_area_size(52)
-        .y_label_area_size(label_width)
-        .build_cartesian_2d(x0..x1, 0.0..n)
-        .map_err(fail)?;
-    let x_format = |v: &f64| tick_label(*v, false, false);
-    chart
-        .configure_mesh()
-        .x_desc(&panel.x_label)
-        .axis_desc_style(font(AXIS_LABEL_SIZE))
-        .label_style(font(TICK_SIZE))
-        .x_labels(6)
-        .x_label_formatter(&x_format)
-        .disable_y_mesh()
-        .y_labels(0)
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
-        .draw()
-        .map_err(fail)?;
-    for (i, bar) in bars.iter().enumerate() {
-        // First bar at the top.
-        let row = n - 1.0 - i as f64;
-        let (top, bottom) = (row + 0.82, row + 0.18);
-        chart
-            .draw_series([Rectangle::new(
-                [(x0, bottom), (bar.value, top)],
-                shape(bar.style.color, true, 1),
-            )])
-            .map_err(fail)?;
-        if let Some(err) = bar.err.filter(|e| *e > 0.0) {
-            let mid = row + 0.5;
-            let style = shape(BLACK, false, 1);
-            chart
-                .draw_series([
-                    PathElement::new(vec![(bar.value - err, mid), (bar.value + err, mid)], style),
-                    PathElement::new(
-                        vec![(bar.value - err, mid - 0.12), (bar.value - err, mid + 0.12)],
-                        style,
-                    ),
-                    PathElement::new(
-                        vec![(bar.value + err, mid - 0.12), (bar.value + err, mid + 0.12)],
-                        style,
-                    ),
-                ])
-                .map_err(fail)?;
-        }
-        if let Some(reference) = bar.reference {
-            // A white halo keeps the tick visible on dark bars.
-            for (color, width) in [(WHITE, 7), (BLACK, 3)] {
-                chart
-                    .draw_series([PathElement::new(
-                        vec![(reference, row + 0.02), (reference, row + 0.98)],
-                        shape(color, false, width),
-                    )])
-                    .map_err(fail)?;
-            }
-        }
-        // The category label, right-aligned left of the axis.
-        let (px, py) = chart.backend_coord(&(x0, row + 0.5));
-        root.draw(&Text::new(
-            bar.label.clone(),
-            (px - 8, py),
-            font(TICK_SIZE).pos(Pos::new(HPos::Right, VPos::Center)),
-        ))
-        .map_err(fail)?;
-        if !bar.note.is_empty() {
-            // Notes line up right of the plot, clear of bars and ticks.
-            let (nx, ny) = chart.backend_coord(&(x1, row + 0.5));
-            root.draw(&Text::new(
-                bar.note.clone(),
-                (nx + 8, ny),
-                font(TICK_SIZE - 1)
-                    .color(&RGBColor(0x33, 0x33, 0x33))
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(fail)?;
-        }
-    }
-    Ok(())
 }
 
 fn draw_legend<DB: DrawingBackend>(
