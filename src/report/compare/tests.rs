@@ -3,9 +3,9 @@ use super::*;
 fn row(id: &str, be: f64, se: Option<f64>) -> CellRow {
     CellRow {
         cell_id: id.into(),
-        kind: "scheme".into(),
-        dataset: "dolly".into(),
-        temp_set: "1".into(),
+        kind: "scheme".parse().unwrap(),
+        dataset: "dolly".parse().unwrap(),
+        temp_set: "1".parse().unwrap(),
         seed: 1,
         scheme: "is".parse().unwrap(),
         prompts: 4,
@@ -20,9 +20,9 @@ fn row(id: &str, be: f64, se: Option<f64>) -> CellRow {
 fn target(rate: f64, se: Option<f64>) -> CellRow {
     CellRow {
         cell_id: "dolly/target/seed1".into(),
-        kind: "target".into(),
-        scheme: "target".into(),
-        temp_set: "-".into(),
+        kind: "target".parse().unwrap(),
+        scheme: "target".parse().unwrap(),
+        temp_set: "-".parse().unwrap(),
         token_rate_mean: rate,
         token_rate_se: se,
         ..row("", 1.0, Some(0.0))
