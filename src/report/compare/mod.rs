@@ -363,83 +363,32 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
         );
     }
     let mut notes = Vec::new();
-    match (base.config(), new.config()) {
-        (Some(a), Some(b)) => {
-            let differences: Vec<String> = CONFIG_SECTIONS
-                .iter()
-                .flat_map(|section| json_differences(&a[section], &b[section], section))
-                .collect();
-            if !differences.is_empty() {
-                bail!(
-                    "BASE and NEW ran different configs ({}): compare runs of one experiment",
-                    differences.join(", ")
-                );
-            }
-        }
-        _ => notes.push(
-            "configs not checked: an input has no manifest.json (a bare cells.csv)".to_string(),
-        ),
-    }
-    let new_rows: HashMap<&str, &CellRow> =
-        new.rows.iter().map(|r| (r.cell_id.as_str(), r)).collect();
-    let base_ids: HashSet<&str> = base.rows.iter().map(|r| r.cell_id.as_str()).collect();
-    let pairs: Vec<(&CellRow, &CellRow)> = base
-        .rows
-        .iter()
-        .filter_map(|b| new_rows.get(b.cell_id.as_str()).map(|n| (b, *n)))
-        .collect();
-    if pairs.is_empty() {
-        bail!(
-            "BASE and NEW have no cell in common (no cell_id in both): compare two runs of one config"
-        );
-    }
-    let base_run = values::Run::new(base);
-    let new_run = values::Run::new(new);
+    check_configs(base, new, &mut notes)?;
+    let pairs = common_cells(base, new)?;
     let reported = options.reported();
-    let shown: Vec<(Metric, bool)> = options
-        .metrics
-        .iter()
-        .map(|&m| (m, true))
+    let shown: Vec<(Metric, bool)> = (options.metrics.iter().map(|&m| (m, true)))
         .chain(reported.iter().map(|&m| (m, false)))
         .collect();
-    let mut cells = Vec::new();
-    let mut same_tokens = 0;
-    let mut different_tokens = Vec::new();
-    let mut unpaired = 0;
-    for (b, n) in &pairs {
-        let paired = values::paired_lines(b, n, &base_run, &new_run);
-        if let Some((lb, ln)) = &paired {
-            if lb.iter().zip(ln).all(|(x, y)| x.tokens == y.tokens) {
-                same_tokens += 1;
-            } else {
-                different_tokens.push(b.cell_id.clone());
-            }
-        } else {
-            unpaired += 1;
-        }
-        let paired: Option<(&[&GenerationLine], &[&GenerationLine])> = paired
-            .as_ref()
-            .map(|(lb, ln)| (lb.as_slice(), ln.as_slice()));
-        for &(metric, judged) in &shown {
-            if !metric.applies_to(b) {
-                continue;
-            }
-            let change = values::cell_change(metric, (b, n), paired, (&base_run, &new_run));
-            cells.push((change, judged));
-        }
-    }
-    if unpaired > 0 {
+    let mut changes = CellChanges::of(&pairs, &shown, base, new);
+    if changes.unpaired > 0 {
         notes.push(format!(
-            "{unpaired} of {} cells compared by their standard errors (no generations.jsonl on both sides, or different prompts or seeds)",
+            "{} of {} cells compared by their standard errors (no generations.jsonl on both sides, or different prompts or seeds)",
+            changes.unpaired,
             pairs.len()
         ));
     }
-    let spread = judge::floor_by_spread(&mut cells);
-    let cells: Vec<Change> = cells
-        .into_iter()
+    let spread = judge::floor_by_spread(&mut changes.cells);
+    let cells: Vec<Change> = (changes.cells.into_iter())
         .map(|(change, judged)| judge::judge(change, judged, options))
         .collect();
     let pooled = judge::pool(&pairs, &cells, &shown, options);
+    let only_in = |one: &Results, other: &Results| -> Vec<String> {
+        let ids: HashSet<&str> = other.rows.iter().map(|r| r.cell_id.as_str()).collect();
+        (one.rows.iter())
+            .filter(|r| !ids.contains(r.cell_id.as_str()))
+            .map(|r| r.cell_id.clone())
+            .collect()
+    };
     Ok(Comparison {
         base: PathBuf::new(),
         new: PathBuf::new(),
@@ -449,25 +398,99 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
         judged: options.metrics.clone(),
         reported,
         common_cells: pairs.len(),
-        only_in_base: base
-            .rows
-            .iter()
-            .filter(|r| !new_rows.contains_key(r.cell_id.as_str()))
-            .map(|r| r.cell_id.clone())
-            .collect(),
-        only_in_new: new
-            .rows
-            .iter()
-            .filter(|r| !base_ids.contains(r.cell_id.as_str()))
-            .map(|r| r.cell_id.clone())
-            .collect(),
-        same_tokens,
-        different_tokens,
+        only_in_base: only_in(base, new),
+        only_in_new: only_in(new, base),
+        same_tokens: changes.same_tokens,
+        different_tokens: changes.different_tokens,
         cells,
         pooled,
         spread,
         notes,
     })
+}
+
+/// BASE and NEW must have run one experiment: the config sections that
+/// change what a cell measures must agree (noted when a side has no
+/// manifest to check).
+fn check_configs(base: &Results, new: &Results, notes: &mut Vec<String>) -> Result<()> {
+    let (Some(a), Some(b)) = (base.config(), new.config()) else {
+        notes.push(
+            "configs not checked: an input has no manifest.json (a bare cells.csv)".to_string(),
+        );
+        return Ok(());
+    };
+    let differences: Vec<String> = (CONFIG_SECTIONS.iter())
+        .flat_map(|section| json_differences(&a[section], &b[section], section))
+        .collect();
+    if !differences.is_empty() {
+        bail!(
+            "BASE and NEW ran different configs ({}): compare runs of one experiment",
+            differences.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The cells both sides ran, in BASE's order, as (BASE row, NEW row).
+fn common_cells<'a>(
+    base: &'a Results,
+    new: &'a Results,
+) -> Result<Vec<(&'a CellRow, &'a CellRow)>> {
+    let new_rows: HashMap<&str, &CellRow> =
+        new.rows.iter().map(|r| (r.cell_id.as_str(), r)).collect();
+    let pairs: Vec<(&CellRow, &CellRow)> = (base.rows.iter())
+        .filter_map(|b| new_rows.get(b.cell_id.as_str()).map(|n| (b, *n)))
+        .collect();
+    if pairs.is_empty() {
+        bail!(
+            "BASE and NEW have no cell in common (no cell_id in both): compare two runs of one config"
+        );
+    }
+    Ok(pairs)
+}
+
+/// Every common cell's change in every shown metric (with whether it is
+/// judged), and which cells generated the same tokens on both sides.
+struct CellChanges {
+    cells: Vec<(Change, bool)>,
+    same_tokens: usize,
+    different_tokens: Vec<String>,
+    /// Cells without per-prompt lines on both sides.
+    unpaired: usize,
+}
+
+impl CellChanges {
+    fn of(
+        pairs: &[(&CellRow, &CellRow)],
+        shown: &[(Metric, bool)],
+        base: &Results,
+        new: &Results,
+    ) -> Self {
+        let (base_run, new_run) = (values::Run::new(base), values::Run::new(new));
+        let mut out = CellChanges {
+            cells: Vec::new(),
+            same_tokens: 0,
+            different_tokens: Vec::new(),
+            unpaired: 0,
+        };
+        for (b, n) in pairs {
+            let paired = values::paired_lines(b, n, &base_run, &new_run);
+            match &paired {
+                Some((lb, ln)) if lb.iter().zip(ln).all(|(x, y)| x.tokens == y.tokens) => {
+                    out.same_tokens += 1
+                }
+                Some(_) => out.different_tokens.push(b.cell_id.clone()),
+                None => out.unpaired += 1,
+            }
+            let paired: Option<(&[&GenerationLine], &[&GenerationLine])> =
+                (paired.as_ref()).map(|(lb, ln)| (lb.as_slice(), ln.as_slice()));
+            for &(metric, judged) in shown.iter().filter(|(m, _)| m.applies_to(b)) {
+                let change = values::cell_change(metric, (b, n), paired, (&base_run, &new_run));
+                out.cells.push((change, judged));
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -71,8 +71,21 @@ fn metric_list(metrics: &[Metric]) -> String {
         .join("; ")
 }
 
-/// The comparison as text: per cell, pooled per scheme, then the verdict.
+/// The comparison as text: the header, per cell, pooled per scheme, then
+/// the verdict.
 pub fn render_text(comparison: &Comparison) -> String {
+    let mut out = header(comparison);
+    out.push('\n');
+    change_table(&mut out, "cell", &comparison.cells);
+    out.push('\n');
+    change_table(&mut out, "scheme (pooled)", &comparison.pooled);
+    out.push('\n');
+    let _ = writeln!(out, "{}", verdict(comparison));
+    out
+}
+
+/// What was compared, by which rule, and what the generated tokens say.
+fn header(comparison: &Comparison) -> String {
     let mut out = String::new();
     let rule = if comparison.strict {
         format!(
@@ -135,36 +148,35 @@ pub fn render_text(comparison: &Comparison) -> String {
             format!(" ({})", comparison.different_tokens.join(", "))
         }
     );
-    out.push('\n');
-    change_table(&mut out, "cell", &comparison.cells);
-    out.push('\n');
-    change_table(&mut out, "scheme (pooled)", &comparison.pooled);
-    out.push('\n');
-    let regressions = comparison.regressions();
-    if regressions.is_empty() {
-        let identical = comparison
-            .cells
-            .iter()
-            .all(|c| c.method == Method::Identical);
-        let mut line = format!(
-            "{}: nothing regressed",
-            if identical { "identical" } else { "ok" }
-        );
-        let no_estimate = comparison.not_judged(Verdict::NoNoiseEstimate);
-        if no_estimate > 0 {
-            let _ = write!(
-                line,
-                "; {no_estimate} rows not judged: no noise estimate (one prompt per cell; \
-                 run more prompts for a paired estimate, or pass --strict to judge by --max-drop alone)"
-            );
-        }
-        let no_reference = comparison.not_judged(Verdict::NoReference);
-        if no_reference > 0 {
-            let _ = write!(line, "; {no_reference} rows not judged: no reference cell");
-        }
-        let _ = writeln!(out, "{line}");
-    } else {
-        let _ = writeln!(out, "REGRESSED: {}", regressions.join("; "));
-    }
     out
+}
+
+/// The last line: nothing regressed (and what was not judged), or which
+/// rows did.
+fn verdict(comparison: &Comparison) -> String {
+    let regressions = comparison.regressions();
+    if !regressions.is_empty() {
+        return format!("REGRESSED: {}", regressions.join("; "));
+    }
+    let identical = comparison
+        .cells
+        .iter()
+        .all(|c| c.method == Method::Identical);
+    let mut line = format!(
+        "{}: nothing regressed",
+        if identical { "identical" } else { "ok" }
+    );
+    let no_estimate = comparison.not_judged(Verdict::NoNoiseEstimate);
+    if no_estimate > 0 {
+        let _ = write!(
+            line,
+            "; {no_estimate} rows not judged: no noise estimate (one prompt per cell; \
+             run more prompts for a paired estimate, or pass --strict to judge by --max-drop alone)"
+        );
+    }
+    let no_reference = comparison.not_judged(Verdict::NoReference);
+    if no_reference > 0 {
+        let _ = write!(line, "; {no_reference} rows not judged: no reference cell");
+    }
+    line
 }
