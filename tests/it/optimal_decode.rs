@@ -3,8 +3,9 @@
 //! `P*` logged beside it, at K = 2, 4 and 8. Synthetic models always; the
 //! trained tiny pair in `models/`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::common::tiny;
 use specbench::decode::{DecodeConfig, Generation, generate};
 use specbench::dist::Processing;
 use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
@@ -75,19 +76,6 @@ fn synthetic_pair_accepts_at_pstar_for_k_2_4_8() {
         let nodes = assert_accept_is_pstar(&g, &format!("synthetic K={k}"));
         assert!(nodes > 0);
     }
-}
-
-/// A model of the committed tiny pair (`models/NAME`).
-fn tiny(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models")
-        .join(name);
-    assert!(
-        dir.is_dir(),
-        "{} is missing from the checkout",
-        dir.display()
-    );
-    dir
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! `scripts/golden_models.py` recorded from transformers, and the pair
 //! generates through the speculative decoder.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::common::tiny;
 use specbench::decode::{DecodeConfig, generate};
 use specbench::dist::Processing;
 use specbench::inspect::{InspectInput, InspectRequest, next_token};
@@ -14,19 +15,6 @@ use specbench::model::hub::TokenizerFiles;
 use specbench::model::{CausalLm, Tokenizer};
 use specbench::rng::SpecRng;
 use specbench::select::build;
-
-/// A model of the committed tiny pair (`models/NAME`).
-fn tiny(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models")
-        .join(name);
-    assert!(
-        dir.is_dir(),
-        "{} is missing from the checkout",
-        dir.display()
-    );
-    dir
-}
 
 type TrainedPair = (Box<dyn CausalLm>, Box<dyn CausalLm>, HfTokenizer);
 
