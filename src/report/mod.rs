@@ -10,6 +10,7 @@ pub mod render;
 pub mod results;
 mod shared;
 pub mod summary;
+pub mod table;
 pub mod tables;
 
 pub use paper_tables::{Report, build_report};

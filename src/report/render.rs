@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::paper_tables::{Entry, Report, Stat, Unit};
+use super::paper_tables::Report;
+use super::table::{Entry, Stat, Unit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -6,8 +6,8 @@
 use crate::experiment::cell::CellKind;
 use crate::experiment::metrics::CellRow;
 use crate::report::Skip;
-use crate::report::paper_tables::{Entry, Stat, Table, TableRow};
 use crate::report::published::{CellSettings, lookup, published};
+use crate::report::table::{Entry, Stat, Table, TableRow};
 
 use super::panel::{Panel, panels};
 use super::{PaperValue, TableSpec};

@@ -38,7 +38,7 @@ tables! {
 use crate::experiment::metrics::CellRow;
 
 use super::Skip;
-use super::paper_tables::{Entry, Table};
+use super::table::{Entry, Table};
 
 pub use panel::{Draws, Panel, Sampling, Split};
 

@@ -13,7 +13,7 @@ use crate::data::Dataset;
 use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::{CellRow, mean, standard_deviation};
 use crate::report::in_order;
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 
 use super::{Panel, Split, TableSpec};
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::experiment::metrics::CellRow;
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 
 use super::{Panel, PaperValue, Split, TableSpec};
 

@@ -3,7 +3,7 @@
 
 use crate::experiment::metrics::CellRow;
 use crate::report::in_order;
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 use crate::report::published::canonical;
 
 use super::{Panel, PaperValue, Split, TableSpec};

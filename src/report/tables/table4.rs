@@ -2,7 +2,7 @@
 //! scheme's loss against IS.
 
 use crate::experiment::metrics::{CellRow, mean};
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 use crate::report::published::canonical;
 
 use super::{Panel, PaperValue, Split, TableSpec};

@@ -4,7 +4,7 @@
 use crate::data::Dataset;
 use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::CellRow;
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 
 use super::{AnyTable, Panel, Split, TableSpec};
 

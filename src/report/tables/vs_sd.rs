@@ -5,7 +5,7 @@
 use crate::experiment::cell::TempSet;
 use crate::experiment::metrics::CellRow;
 use crate::report::in_order;
-use crate::report::paper_tables::{Entry, Stat, Unit};
+use crate::report::table::{Entry, Stat, Unit};
 
 use super::{Draws, Panel, Split, TableSpec};
 
