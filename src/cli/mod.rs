@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand};
 
 mod execute;
@@ -313,22 +312,22 @@ pub struct BenchModelArgs {
     #[arg(long, value_delimiter = ',', default_value = "125m")]
     pub sizes: Vec<String>,
     /// Batch sizes (rows), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = at_least_one())]
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = at_least_one)]
     pub batches: Vec<usize>,
     /// Prompt tokens per row.
-    #[arg(long, default_value_t = 128, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 128, value_parser = at_least_one)]
     pub prompt: usize,
     /// Decode steps timed after the prompt.
     #[arg(long, default_value_t = 32)]
     pub steps: usize,
     /// Verification rows K.
-    #[arg(long, default_value_t = 2, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 2, value_parser = at_least_one)]
     pub drafts: usize,
     /// Draft length L (the verification call feeds L + 1 tokens per row).
     #[arg(long, default_value_t = 5)]
     pub draft_len: usize,
     /// Timed repetitions of prefill and verification.
-    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     pub repeats: usize,
     /// Also time a whole speculative round with a draft of this OPT size.
     #[arg(long)]
@@ -353,20 +352,20 @@ pub struct BenchModelArgs {
 #[derive(Debug, Args)]
 pub struct BenchOptimalArgs {
     /// Vocabulary sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "50272,128256", value_parser = at_least_two())]
+    #[arg(long, value_delimiter = ',', default_value = "50272,128256", value_parser = at_least_two)]
     pub vocabs: Vec<usize>,
     /// Numbers of drafts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_two())]
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_two)]
     pub drafts: Vec<usize>,
     /// Truncations of both models: `p0.95` (top-p), `p1` (none), or a
     /// top-k like `k10` (a bare `10` is top-k too).
     #[arg(long, value_delimiter = ',', default_value = "p0.95,k10,k100,k1000")]
     pub truncations: Vec<String>,
     /// Random nodes per cell.
-    #[arg(long, default_value_t = 40, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 40, value_parser = at_least_one)]
     pub nodes: usize,
     /// Input sets per Luce program (the `optimal:sets=` parameter).
-    #[arg(long, value_parser = at_least_one())]
+    #[arg(long, value_parser = at_least_one)]
     pub sets: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -382,19 +381,19 @@ pub struct BenchSelectArgs {
     #[arg(long)]
     pub schemes: Option<String>,
     /// Numbers of drafts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_one())]
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_one)]
     pub drafts: Vec<usize>,
-    #[arg(long, default_value_t = 50272, value_parser = at_least_two())]
+    #[arg(long, default_value_t = 50272, value_parser = at_least_two)]
     pub vocab: usize,
     /// Truncations of both models, each a block of rows: `p0.95` (top-p),
     /// `p1` (none: the whole vocabulary), or a top-k like `k100`.
     #[arg(long, value_delimiter = ',', default_value = "p0.95")]
     pub truncations: Vec<String>,
     /// Random nodes per (truncation, K).
-    #[arg(long, default_value_t = 20, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 20, value_parser = at_least_one)]
     pub nodes: usize,
     /// Tokens timed per node.
-    #[arg(long, default_value_t = 200, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 200, value_parser = at_least_one)]
     pub tokens: usize,
     /// Draft temperature (the target runs at 1.0; both use the truncation).
     #[arg(long, default_value_t = 1.2)]
@@ -406,14 +405,20 @@ pub struct BenchSelectArgs {
     pub json: bool,
 }
 
-/// A whole number of at least 1 (clap rejects 0 with the flag's name).
-fn at_least_one() -> RangedU64ValueParser<usize> {
-    RangedU64ValueParser::new().range(1..)
+/// A whole number of at least `min` (clap names the flag in the error).
+fn whole_at_least(text: &str, min: usize) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= min => Ok(n),
+        _ => Err(format!("must be a whole number of at least {min}")),
+    }
 }
 
-/// A whole number of at least 2.
-fn at_least_two() -> RangedU64ValueParser<usize> {
-    RangedU64ValueParser::new().range(2..)
+fn at_least_one(text: &str) -> Result<usize, String> {
+    whole_at_least(text, 1)
+}
+
+fn at_least_two(text: &str) -> Result<usize, String> {
+    whole_at_least(text, 2)
 }
 
 /// A number of at least 0 (percentages, z scores).
