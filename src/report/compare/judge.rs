@@ -199,23 +199,23 @@ pub(super) fn pool(
             } else {
                 Method::Mixed
             };
-            let pooled = Change {
-                name: scheme,
-                metric: group[0].metric,
-                reference: None,
-                cells: group.len(),
-                prompts: group.iter().map(|c| c.prompts).sum(),
-                base: group.iter().map(|c| c.base).sum::<f64>() / count,
-                new: group.iter().map(|c| c.new).sum::<f64>() / count,
-                change_pct,
-                se_pct,
-                z: z_score(change_pct, se_pct),
+            let mut pooled = change(
+                &scheme,
+                group[0].metric,
+                group.iter().map(|c| c.prompts).sum(),
+                group.iter().map(|c| c.base).sum::<f64>() / count,
+                group.iter().map(|c| c.new).sum::<f64>() / count,
+                None,
                 method,
-                verdict: Verdict::Ok,
-                regressed: false,
-                note: (left_out > 0)
-                    .then(|| format!("{left_out} cells without a reference cell left out")),
-            };
+            );
+            // The pooled change is the mean of the cells' changes (each
+            // relative to its own BASE), not the change of the mean values.
+            pooled.cells = group.len();
+            pooled.change_pct = change_pct;
+            pooled.se_pct = se_pct;
+            pooled.z = z_score(change_pct, se_pct);
+            pooled.note = (left_out > 0)
+                .then(|| format!("{left_out} cells without a reference cell left out"));
             judge(pooled, shown[position].1, options)
         })
         .collect()
