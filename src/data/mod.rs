@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 
 pub use select::Selection;
-pub use template::{Template, render};
+pub use template::{Template, TemplateId, render};
 
 impl std::str::FromStr for Dataset {
     type Err = anyhow::Error;

@@ -18,6 +18,46 @@ impl Dataset {
     }
 }
 
+/// Which template a cell's prompts were made with, as `cells.csv` and the
+/// manifest name it: the dataset's template id (`xsum`, `dolly`,
+/// `wmt18_de_en`), with `_custom` when the config gave its own text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TemplateId {
+    pub dataset: Dataset,
+    pub custom: bool,
+}
+
+impl std::fmt::Display for TemplateId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let suffix = if self.custom { "_custom" } else { "" };
+        write!(f, "{}{suffix}", self.dataset.template_id())
+    }
+}
+
+impl std::str::FromStr for TemplateId {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let (id, custom) = match text.strip_suffix("_custom") {
+            Some(id) => (id, true),
+            None => (text, false),
+        };
+        let dataset = Dataset::ALL
+            .into_iter()
+            .find(|d| d.template_id() == id)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Dataset::ALL.iter().map(|d| d.template_id()).collect();
+                anyhow::anyhow!(
+                    "unknown template {text:?}: use one of {} (with _custom for a config's own text)",
+                    known.join(", ")
+                )
+            })?;
+        Ok(TemplateId { dataset, custom })
+    }
+}
+
+serde_as_text!(TemplateId);
+
 /// A dataset's prompt template: the default of `DATA.md` §2, or one from
 /// the config with `{field}` placeholders (`[data.templates]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,10 +100,16 @@ impl Template {
     }
 
     /// The id recorded with results.
-    pub fn id(&self) -> String {
+    pub fn id(&self) -> TemplateId {
         match self {
-            Template::Default(d) => d.template_id().to_string(),
-            Template::Custom { dataset, .. } => format!("{}_custom", dataset.template_id()),
+            Template::Default(dataset) => TemplateId {
+                dataset: *dataset,
+                custom: false,
+            },
+            Template::Custom { dataset, .. } => TemplateId {
+                dataset: *dataset,
+                custom: true,
+            },
         }
     }
 
@@ -142,11 +188,33 @@ mod tests {
     }
 
     #[test]
+    fn template_ids_read_back_what_they_write() {
+        for dataset in Dataset::ALL {
+            for custom in [false, true] {
+                let id = TemplateId { dataset, custom };
+                assert_eq!(id.to_string().parse::<TemplateId>().unwrap(), id);
+            }
+        }
+        assert_eq!(
+            "wmt18_de_en_custom"
+                .parse::<TemplateId>()
+                .unwrap()
+                .to_string(),
+            "wmt18_de_en_custom"
+        );
+        let err = "wmt18".parse::<TemplateId>().unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown template \"wmt18\": use one of xsum, dolly, wmt18_de_en"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn custom_templates_fill_their_fields_and_refuse_unknown_ones() {
         let t = Template::custom(Dataset::Wmt18, "DE: {de}\nEN:").unwrap();
         let r = record(&[("de", "Hallo."), ("en", "Hello.")]);
         assert_eq!(t.render(&r).unwrap(), "DE: Hallo.\nEN:");
-        assert_eq!(t.id(), "wmt18_de_en_custom");
+        assert_eq!(t.id().to_string(), "wmt18_de_en_custom");
         let e = Template::custom(Dataset::Xsum, "Text: {body}")
             .unwrap_err()
             .to_string();

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cell::{CellKind, SchemeId, TempSet};
 use super::plan::Cell;
-use crate::data::Dataset;
+use crate::data::{Dataset, TemplateId};
 use crate::decode::{Generation, NodeRecord};
 
 /// A row of `cells.csv`. Lists inside a field are `;`-separated; a missing
@@ -14,7 +14,7 @@ use crate::decode::{Generation, NodeRecord};
 pub struct CellRow {
     pub cell_id: String,
     pub dataset: Dataset,
-    pub template: String,
+    pub template: TemplateId,
     pub kind: CellKind,
     pub scheme: SchemeId,
     pub scheme_params: String,
@@ -56,14 +56,14 @@ pub struct CellRow {
 }
 
 /// Decoding settings that every row repeats.
-pub struct RowContext<'a> {
+pub struct RowContext {
     pub draft_len: usize,
     pub target_temp: f64,
     pub top_p: f64,
     pub top_k: usize,
     pub max_new_tokens: usize,
     pub eos: Option<u32>,
-    pub template: &'a str,
+    pub template: TemplateId,
 }
 
 impl CellRow {
@@ -105,7 +105,7 @@ impl CellRow {
         CellRow {
             cell_id: cell.id.clone(),
             dataset: cell.dataset,
-            template: context.template.into(),
+            template: context.template,
             kind: cell.kind,
             scheme,
             scheme_params: params,

@@ -148,7 +148,7 @@ impl Sweep {
             top_k: config.decode.top_k,
             max_new_tokens: config.decode.max_new_tokens,
             eos: models.target.eos_token(),
-            template: &template_id,
+            template: template_id,
         };
         let mut row =
             CellRow::from_generations(cell, &context, generations, began.elapsed().as_secs_f64());

@@ -39,7 +39,7 @@ fn cell(kind: &str, scheme: &str, k: usize, temp_set: &str, seed: u64) -> CellRo
     CellRow {
         cell_id: format!("dolly/{temp_set}/K{k}/{scheme}/seed{seed}"),
         dataset: specbench::data::Dataset::Dolly,
-        template: "dolly".into(),
+        template: "dolly".parse().unwrap(),
         kind: kind.parse().unwrap(),
         scheme: scheme.split(':').next().unwrap().parse().unwrap(),
         k,

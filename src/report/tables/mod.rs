@@ -60,8 +60,10 @@ pub trait TableSpec {
     const TITLE: &'static str;
     /// The notes under each table, filled in like the title.
     const NOTES: &'static [&'static str];
-    /// How the cells split into separate tables, outermost first.
-    const SPLIT: &'static [Split];
+    /// How the cells split into separate tables, outermost first; by
+    /// default one table per sampling, dataset and draft temperature, as
+    /// the paper's tables are.
+    const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
     /// The header of the label column.
     const LABEL_HEADER: &'static str = "scheme";
     /// Whether the table reads scheme cells only, or the baselines too.

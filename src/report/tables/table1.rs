@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::experiment::metrics::CellRow;
 use crate::report::table::{Entry, Stat, Unit};
 
-use super::{Panel, PaperValue, Split, TableSpec};
+use super::{Panel, PaperValue, TableSpec};
 
 pub struct Table1;
 
@@ -21,7 +21,6 @@ impl TableSpec for Table1 {
     const TITLE: &'static str = "Table 1: block efficiency (tokens per target call) by number of drafts K, {dataset}, draft T {temp}";
     const NOTES: &'static [&'static str] =
         &["{sampling}; mean ± s.d. over seeds; [paper: …] from {source}"];
-    const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
 
     fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
         let ks: BTreeSet<usize> = cells.iter().map(|r| r.k).collect();

@@ -6,7 +6,7 @@ use crate::report::in_order;
 use crate::report::table::{Entry, Stat, Unit};
 use crate::report::published::canonical;
 
-use super::{Panel, PaperValue, Split, TableSpec};
+use super::{Panel, PaperValue, TableSpec};
 
 pub struct Table2;
 
@@ -51,7 +51,6 @@ impl TableSpec for Table2 {
     const NOTES: &'static [&'static str] = &[
         "{sampling}; mean ± s.d. over seeds; the paper does not state Table 2's dataset or temperature: its values are shown for Dolly at T = 1.2 (E4); [paper: …] from {source}",
     ];
-    const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
     const LABEL_HEADER: &'static str = "setting";
 
     fn reads(&self, cell: &CellRow) -> bool {

@@ -5,7 +5,7 @@ use crate::experiment::metrics::{CellRow, mean};
 use crate::report::table::{Entry, Stat, Unit};
 use crate::report::published::canonical;
 
-use super::{Panel, PaperValue, Split, TableSpec};
+use super::{Panel, PaperValue, TableSpec};
 
 pub struct Table4;
 
@@ -36,7 +36,6 @@ impl TableSpec for Table4 {
     const NOTES: &'static [&'static str] = &[
         "{sampling}; mean ± s.d. over seeds; loss is the ratio of seed means; [paper: …] from {source}",
     ];
-    const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset, Split::Temp];
 
     fn reads(&self, cell: &CellRow) -> bool {
         cell.top_k > 0
