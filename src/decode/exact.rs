@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::drafts_of;
 use crate::dist::Dist;
 use crate::select::block::BlockVerifier;
-use crate::select::traversal::{DraftTree, TreeMode, Traverser};
+use crate::select::traversal::{DraftTree, Traverser, TreeMode};
 use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};
 
 /// The laws a round sees: the target's and each draft row's next-token law
@@ -37,7 +37,9 @@ pub fn round_law(
     match scheme.decoding() {
         Decoding::Walk => {}
         Decoding::Block => return Ok(block_round_law(models, prompt, length)),
-        Decoding::Traversal(mode) => return traversal_round_law(models, scheme, mode, prompt, length),
+        Decoding::Traversal(mode) => {
+            return traversal_round_law(models, scheme, mode, prompt, length);
+        }
         Decoding::Race(_) => {
             return fail(
                 "ersd rounds are a deterministic function of the shared race: test them against race sampling",
@@ -276,9 +278,8 @@ pub fn traversal_tree(
     prompt: &[u32],
     rows: &[Vec<u32>],
 ) -> DraftTree {
-    let prefix = |r: usize, t: usize| -> Vec<u32> {
-        prompt.iter().chain(&rows[r][..t]).copied().collect()
-    };
+    let prefix =
+        |r: usize, t: usize| -> Vec<u32> { prompt.iter().chain(&rows[r][..t]).copied().collect() };
     DraftTree::build::<std::convert::Infallible>(
         mode,
         rows,

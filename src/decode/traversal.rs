@@ -14,7 +14,7 @@ use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, process};
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
 use crate::select::Scheme;
-use crate::select::traversal::{DraftTree, TreeMode, Traverser};
+use crate::select::traversal::{DraftTree, Traverser, TreeMode};
 
 /// Decodes `prompt` with Traversal Verification of the drafted chains.
 pub fn generate(
@@ -37,7 +37,13 @@ pub fn generate(
             mode,
             &rows.tokens,
             |r, t| rows.laws[r][t].clone(),
-            |r, t| Ok::<_, anyhow::Error>(Rc::new(process(&config.target, scores.at(r, t)?, "target")?)),
+            |r, t| {
+                Ok::<_, anyhow::Error>(Rc::new(process(
+                    &config.target,
+                    scores.at(r, t)?,
+                    "target",
+                )?))
+            },
         )?;
         session.moved(&scores);
         let mut round = RoundRecord::default();

@@ -222,7 +222,10 @@ impl TreeInstance {
     }
 
     pub fn label(&self) -> String {
-        format!("V={} {:?} tree (seed {})", self.vocab, self.special, self.seed)
+        format!(
+            "V={} {:?} tree (seed {})",
+            self.vocab, self.special, self.seed
+        )
     }
 }
 

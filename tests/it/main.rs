@@ -30,6 +30,6 @@ mod run;
 mod sequence;
 mod slurm;
 mod threads;
-mod traversal;
 mod tiny_models;
+mod traversal;
 mod vectors;

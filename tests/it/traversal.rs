@@ -10,7 +10,7 @@ use specbench::decode::exact::{
 };
 use specbench::dist::Dist;
 use specbench::select::specinfer::SpecInfer;
-use specbench::select::traversal::{Reading, Traversal, TreeMode, Traverser};
+use specbench::select::traversal::{Reading, Traversal, Traverser, TreeMode};
 use specbench::select::{Scheme, build};
 use specbench::verify::instances::{Special, TreeInstance};
 
@@ -25,7 +25,11 @@ fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
 }
 
 /// Runs `check` with the round models of a tree instance.
-fn with_models<T>(inst: &TreeInstance, k: usize, check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T) -> T {
+fn with_models<T>(
+    inst: &TreeInstance,
+    k: usize,
+    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+) -> T {
     let target = |prefix: &[u32]| inst.laws(prefix).0;
     let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
     let models = RoundModels {
@@ -59,7 +63,13 @@ fn instances(count: u64, vocab: usize) -> Vec<TreeInstance> {
 #[test]
 fn every_tree_mode_emits_the_target_law_over_a_round() {
     let mut worst = 0.0f64;
-    for (vocab, k, length, count) in [(3, 2, 2, 24), (3, 3, 2, 16), (2, 3, 3, 16), (4, 2, 2, 16), (3, 2, 3, 8)] {
+    for (vocab, k, length, count) in [
+        (3, 2, 2, 24),
+        (3, 3, 2, 16),
+        (2, 3, 3, 16),
+        (4, 2, 2, 16),
+        (3, 2, 3, 8),
+    ] {
         for inst in instances(count, vocab) {
             for mode in MODES {
                 let error = round_error(&inst, &Traversal { tree: mode }, k, length);
@@ -129,16 +139,19 @@ fn the_wrong_readings_are_not_lossless() {
         Reading::WeightKept,
     ] {
         let mut worst = 0.0f64;
-        for inst in instances(8, 3).into_iter().filter(|i| i.special == Special::None || i.special == Special::Ties) {
+        for inst in instances(8, 3)
+            .into_iter()
+            .filter(|i| i.special == Special::None || i.special == Special::Ties)
+        {
             with_models(&inst, 2, |models, target| {
                 let law = reading_law(models, TreeMode::Mult, reading, 2);
                 let total: f64 = law.values().sum();
                 let extended = extend_with_target(&law, target, &PROMPT, 3);
-                let error = max_difference(&extended, &target_law(target, &PROMPT, 3)).max((total - 1.0).abs());
+                let error = max_difference(&extended, &target_law(target, &PROMPT, 3))
+                    .max((total - 1.0).abs());
                 worst = worst.max(error);
             });
         }
-        eprintln!("{reading:?}: {worst}");
         assert!(worst > 1e-3, "{reading:?} looks lossless: {worst:e}");
     }
     // The same code under the lossless reading passes on the same rounds.
