@@ -29,6 +29,7 @@ mod report;
 mod run;
 mod sequence;
 mod slurm;
+mod spechub;
 mod threads;
 mod tiny_models;
 mod traversal;

@@ -174,3 +174,135 @@ fn the_tree_modes_parse_and_label() {
     let err = build("traversal:tree=wide").unwrap_err();
     assert!(err.message.contains("mult, merged, distinct"), "{err}");
 }
+
+mod engine {
+    //! The real decoding engine (caches, rollback, several rounds) in every
+    //! tree mode, and what it logs per depth.
+
+    use std::collections::BTreeMap;
+
+    use specbench::decode::exact::{RoundModels, round_law, target_law};
+    use specbench::decode::{DecodeConfig, Generation, generate};
+    use specbench::dist::{Dist, Processing};
+    use specbench::model::{ContextLogits, HistoryLm, ToyLm};
+    use specbench::rng::SpecRng;
+    use specbench::select::traversal::{Traversal, TreeMode};
+    use specbench::verify::gtest::g_test;
+
+    const VOCAB: usize = 3;
+    const LENGTH: usize = 2;
+    const K: usize = 2;
+    const PROMPT: [u32; 2] = [1, 0];
+
+    fn processing(temperature: f64) -> Processing {
+        Processing {
+            temperature,
+            top_k: None,
+            top_p: 1.0,
+        }
+    }
+
+    fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
+        let mut logits = vec![0.0f32; model.vocab_size()];
+        model.logits_after(prefix, &mut logits);
+        proc.apply(&logits).unwrap()
+    }
+
+    fn generations(mode: TreeMode, samples: u64) -> Vec<Generation> {
+        let mut target = HistoryLm::new(ToyLm::new(11, VOCAB, None));
+        let mut draft = HistoryLm::new(ToyLm::new(23, VOCAB, None));
+        let config = DecodeConfig {
+            draft_len: LENGTH,
+            max_new_tokens: LENGTH + 1,
+            target: processing(1.0),
+            drafts: vec![processing(1.7); K],
+            log_nodes: true,
+            rank_calibration: Default::default(),
+        };
+        let scheme = Traversal { tree: mode };
+        (0..samples)
+            .map(|i| {
+                let mut rng = SpecRng::derive(9, &[i]);
+                generate(&mut target, &mut draft, &PROMPT, &scheme, &config, &mut rng).unwrap()
+            })
+            .collect()
+    }
+
+    /// The exact law of the first round's emitted string.
+    fn first_round(mode: TreeMode) -> specbench::decode::exact::StringLaw {
+        let target_model = ToyLm::new(11, VOCAB, None);
+        let draft_model = ToyLm::new(23, VOCAB, None);
+        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
+        let draft = |_: usize, prefix: &[u32]| law_of(&draft_model, &processing(1.7), prefix);
+        let models = RoundModels {
+            target: &target,
+            draft: &draft,
+            drafts: K,
+            identical: true,
+        };
+        round_law(&models, &Traversal { tree: mode }, &PROMPT, LENGTH).unwrap()
+    }
+
+    #[test]
+    fn every_mode_samples_the_target_law() {
+        let target_model = ToyLm::new(11, VOCAB, None);
+        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
+        let reference = target_law(&target, &PROMPT, LENGTH + 1);
+        for mode in [TreeMode::Merged, TreeMode::Distinct] {
+            let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+            for g in generations(mode, 20_000) {
+                *counts.entry(g.tokens).or_insert(0) += 1;
+            }
+            assert!(counts.keys().all(|k| reference.contains_key(k)));
+            let observed: Vec<u64> = reference
+                .keys()
+                .map(|k| *counts.get(k).unwrap_or(&0))
+                .collect();
+            let expected: Vec<f64> = reference.values().copied().collect();
+            let test = g_test(&observed, &expected);
+            assert!(test.p_value >= 1e-6, "{mode:?}: p = {:e}", test.p_value);
+        }
+    }
+
+    /// "Accepted at depth d" is "the round kept at least d drafted tokens":
+    /// the first round's logged landing at depths 1 and 2 happens as often
+    /// as the exact round law says, and the log has the block-verification
+    /// shape (depths 1..=min(L, kept + 1), landed up to the kept length).
+    #[test]
+    fn per_depth_landing_is_the_kept_length_law() {
+        for mode in [TreeMode::Mult, TreeMode::Distinct] {
+            let samples = 20_000u64;
+            let runs = generations(mode, samples);
+            let law = first_round(mode);
+            for g in &runs {
+                for round in &g.rounds {
+                    let depths: Vec<usize> = round.nodes.iter().map(|n| n.depth).collect();
+                    let expected: Vec<usize> = (1..=LENGTH.min(round.accepted + 1)).collect();
+                    assert_eq!(depths, expected);
+                    for n in &round.nodes {
+                        assert_eq!(n.landed, n.depth <= round.accepted);
+                        assert!(n.drafts >= 1 && n.drafts <= K);
+                    }
+                    assert_eq!(round.nodes[0].drafts, K);
+                }
+            }
+            for d in 1..=LENGTH {
+                let exact: f64 = law
+                    .iter()
+                    .filter(|(s, _)| s.len() > d)
+                    .map(|(_, p)| p)
+                    .sum();
+                let landed = runs
+                    .iter()
+                    .filter(|g| g.rounds[0].nodes.iter().any(|n| n.depth == d && n.landed))
+                    .count() as f64
+                    / samples as f64;
+                let se = (exact * (1.0 - exact) / samples as f64).sqrt();
+                assert!(
+                    (landed - exact).abs() <= 5.0 * se + 1e-12,
+                    "{mode:?} depth {d}: logged {landed} vs exact {exact}"
+                );
+            }
+        }
+    }
+}
