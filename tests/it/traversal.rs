@@ -85,6 +85,35 @@ fn every_tree_mode_emits_the_target_law_over_a_round() {
     assert!(worst > 0.0, "rounding never showed: the check may not run");
 }
 
+/// Expected tokens per round (accepted drafts plus one).
+fn mean_tokens(law: &StringLaw) -> f64 {
+    law.iter().map(|(s, p)| s.len() as f64 * p).sum()
+}
+
+/// The modes are different verifiers: each pair of them differs in
+/// expected tokens per round on some instance (so `tree=` is not ignored).
+#[test]
+fn the_tree_modes_are_different_verifiers() {
+    let mut means: Vec<[f64; 3]> = Vec::new();
+    for inst in instances(16, 3) {
+        with_models(&inst, 3, |models, _| {
+            let mut row = [0.0; 3];
+            for (m, mode) in MODES.into_iter().enumerate() {
+                row[m] =
+                    mean_tokens(&round_law(models, &Traversal { tree: mode }, &PROMPT, 2).unwrap());
+            }
+            means.push(row);
+        });
+    }
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        let gap = means
+            .iter()
+            .map(|r| (r[a] - r[b]).abs())
+            .fold(0.0, f64::max);
+        assert!(gap > 1e-3, "{:?} and {:?} never differ", MODES[a], MODES[b]);
+    }
+}
+
 #[test]
 fn at_one_chain_traversal_is_block_verification() {
     for inst in instances(24, 3) {
