@@ -71,19 +71,18 @@ pub fn generate(
 fn path_records(tree: &DraftTree, node: usize, length: usize) -> Vec<NodeRecord> {
     let path = tree.path_nodes(node);
     let kept = path.len();
-    let mut at = 0;
-    let mut records = Vec::with_capacity(length.min(kept + 1));
-    for t in 0..length.min(kept + 1) {
-        records.push(NodeRecord {
+    // The node whose children are drafted at depth t + 1: the root, then
+    // the kept path's nodes.
+    let parents = std::iter::once(0).chain(path.iter().copied());
+    parents
+        .take(length.min(kept + 1))
+        .enumerate()
+        .map(|(t, at)| NodeRecord {
             depth: t + 1,
             drafts: tree.nodes[at].chains,
             landed: t < kept,
             accept: None,
             pstar: None,
-        });
-        if t < kept {
-            at = path[t];
-        }
-    }
-    records
+        })
+        .collect()
 }

@@ -335,3 +335,43 @@ mod engine {
         }
     }
 }
+
+/// Traversal against the walk's schemes on the same rounds: `mult` never
+/// emits fewer tokens per round than SpecInfer, `distinct` never fewer than
+/// RSD (both walk the same drafts node by node), and every mode never fewer
+/// than block verification of the first chain.
+#[test]
+fn traversal_never_emits_fewer_tokens_than_the_walk_it_refines() {
+    use specbench::select::rsd::Rsd;
+    for (vocab, k, length) in [(3, 2, 2), (3, 3, 2), (2, 2, 3), (4, 2, 2)] {
+        for inst in instances(24, vocab) {
+            with_models(&inst, k, |models, _| {
+                let mean = |scheme: &dyn Scheme| {
+                    mean_tokens(&round_law(models, scheme, &PROMPT, length).unwrap())
+                };
+                let mult = mean(&Traversal::default());
+                let distinct = mean(&Traversal {
+                    tree: TreeMode::Distinct,
+                });
+                let specinfer = mean(&SpecInfer);
+                let rsd = mean(&Rsd);
+                let block = mean(build("block").unwrap().as_ref());
+                assert!(
+                    mult >= specinfer - 1e-12,
+                    "{} K={k}: mult {mult} < specinfer {specinfer}",
+                    inst.label()
+                );
+                assert!(
+                    distinct >= rsd - 1e-12,
+                    "{} K={k}: distinct {distinct} < rsd {rsd}",
+                    inst.label()
+                );
+                assert!(
+                    mult >= block - 1e-12,
+                    "{} K={k}: mult {mult} < block {block}",
+                    inst.label()
+                );
+            });
+        }
+    }
+}
