@@ -5,10 +5,12 @@
 //! and against autoregressive sampling from the target.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::drafts_of;
 use crate::dist::Dist;
 use crate::select::block::BlockVerifier;
+use crate::select::traversal::{DraftTree, Traverser, TreeMode};
 use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};
 
 /// The laws a round sees: the target's and each draft row's next-token law
@@ -35,6 +37,9 @@ pub fn round_law(
     match scheme.decoding() {
         Decoding::Walk => {}
         Decoding::Block => return Ok(block_round_law(models, prompt, length)),
+        Decoding::Traversal(mode) => {
+            return traversal_round_law(models, scheme, mode, prompt, length);
+        }
         Decoding::Race(_) => {
             return fail(
                 "ersd rounds are a deterministic function of the shared race: test them against race sampling",
@@ -236,4 +241,91 @@ pub fn block_round_law(models: &RoundModels, prompt: &[u32], length: usize) -> S
         }
     }
     law
+}
+
+/// The round law of Traversal Verification: every drafted set of K chains
+/// (first tokens under the scheme's draft law, then each row on its own),
+/// every way the traversal ends, every token after the kept path.
+pub fn traversal_round_law(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    mode: TreeMode,
+    prompt: &[u32],
+    length: usize,
+) -> Result<StringLaw, SchemeError> {
+    if !models.identical {
+        return fail("traversal needs identical drafts (one draft law)");
+    }
+    let mut law = StringLaw::new();
+    for (rows, prob) in drafted_rows(models, scheme, prompt, length) {
+        let tree = traversal_tree(models, mode, prompt, &rows);
+        for ending in Traverser::new(&tree).endings() {
+            let path = tree.path(ending.node);
+            for (y, py) in ending.next {
+                let mut emitted = path.clone();
+                emitted.push(y);
+                *law.entry(emitted).or_insert(0.0) += prob * ending.prob * py;
+            }
+        }
+    }
+    Ok(law)
+}
+
+/// The tree of one drafted set of rows, with the models' laws at its nodes.
+pub fn traversal_tree(
+    models: &RoundModels,
+    mode: TreeMode,
+    prompt: &[u32],
+    rows: &[Vec<u32>],
+) -> DraftTree {
+    let prefix =
+        |r: usize, t: usize| -> Vec<u32> { prompt.iter().chain(&rows[r][..t]).copied().collect() };
+    DraftTree::build::<std::convert::Infallible>(
+        mode,
+        rows,
+        |r, t| Rc::new((models.draft)(r, &prefix(r, t))),
+        |r, t| Ok(Rc::new((models.target)(&prefix(r, t)))),
+    )
+    .unwrap_or_else(|never| match never {})
+}
+
+/// Every set of K drafted rows of `length` tokens with its probability:
+/// the first tokens under the scheme's draft law, then each row
+/// continuing from its own law.
+pub fn drafted_rows(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+) -> Vec<(Vec<Vec<u32>>, f64)> {
+    let k = drafts_used(scheme, models.drafts);
+    let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
+    let first_refs: Vec<&Dist> = firsts.iter().collect();
+    let drafts = drafts_of(&first_refs, models.identical);
+    let mut sets: Vec<(Vec<Vec<u32>>, f64)> = scheme
+        .draft_law()
+        .enumerate(&drafts)
+        .into_iter()
+        .map(|(tuple, prob)| (tuple.iter().map(|&x| vec![x]).collect(), prob))
+        .collect();
+    for _ in 1..length {
+        for row in 0..k {
+            let mut next = Vec::with_capacity(sets.len());
+            for (rows, prob) in sets {
+                if row >= rows.len() {
+                    next.push((rows, prob));
+                    continue;
+                }
+                let prefix: Vec<u32> = prompt.iter().chain(&rows[row]).copied().collect();
+                let q = (models.draft)(row, &prefix);
+                for &x in q.support() {
+                    let mut extended = rows.clone();
+                    extended[row].push(x);
+                    next.push((extended, prob * q.get(x)));
+                }
+            }
+            sets = next;
+        }
+    }
+    sets
 }

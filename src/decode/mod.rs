@@ -5,14 +5,16 @@
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
 //! (K drafts walked depth by depth, `SCHEMES.md` §2.1), [`race`] (ERSD's
-//! shared races over a drafted tree) and [`block`] (block verification of
-//! one chain); the steps they share are in `round`. [`autoregressive`] is
+//! shared races over a drafted tree), [`block`] (block verification of
+//! one chain) and [`traversal`] (Traversal Verification of the K chains'
+//! tree); the steps they share are in `round`. [`autoregressive`] is
 //! the target-only baseline.
 
 pub mod block;
 pub mod exact;
 pub mod race;
 mod round;
+pub mod traversal;
 pub mod walk;
 
 use std::time::Instant;
@@ -133,6 +135,12 @@ pub fn generate(
             race::generate(target, draft, prompt, tree, config, rng)
         }
         Decoding::Block => block::generate(target, draft, prompt, config, rng),
+        Decoding::Traversal(tree) => {
+            if !config.identical_drafts() {
+                bail!("traversal needs identical drafts (one draft temperature)");
+            }
+            traversal::generate(target, draft, prompt, scheme, tree, config, rng)
+        }
     }
 }
 

@@ -60,7 +60,7 @@ impl<'a> Walker<'a> {
     /// Drafting: the shared context once, the scheme's draft law for the
     /// first tokens (it may couple them), then every row on its own, one
     /// batched call per position.
-    fn draft(
+    pub(crate) fn draft(
         &self,
         draft: &mut dyn CausalLm,
         session: &mut Session,
@@ -190,9 +190,9 @@ impl<'a> Walker<'a> {
 /// A round's drafts: one row per draft, L tokens each, and the law each
 /// token was drawn from. Rows with the same prefix and processing share
 /// one law, computed once.
-struct DraftRows {
-    tokens: Vec<Vec<u32>>,
-    laws: Vec<Vec<Rc<Dist>>>,
+pub(crate) struct DraftRows {
+    pub tokens: Vec<Vec<u32>>,
+    pub laws: Vec<Vec<Rc<Dist>>>,
 }
 
 /// The drafts that continue after the output `y`: every valid draft whose

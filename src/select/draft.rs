@@ -22,6 +22,10 @@ pub enum DraftLaw {
     /// The K−1 most likely tokens of `q`, then one token from `q` restricted
     /// to the rest (Hu et al.), in that order.
     Greedy,
+    /// SpecHub's pair (K = 2; K = 1 is one draft from `q`): the first
+    /// token from `q`; if it is the hub `a = argmax q` (first id on ties),
+    /// the second from `q` without `a`, else the second is `a`.
+    Hub,
 }
 
 impl DraftLaw {
@@ -30,6 +34,7 @@ impl DraftLaw {
             DraftLaw::Independent => "independent",
             DraftLaw::WithoutReplacement => "without replacement",
             DraftLaw::Greedy => "greedy",
+            DraftLaw::Hub => "hub pair",
         }
     }
 
@@ -60,6 +65,25 @@ impl DraftLaw {
                     }
                 }
             }
+            DraftLaw::Hub if drafts.k() == 1 => {
+                return DraftLaw::Independent.enumerate(drafts);
+            }
+            DraftLaw::Hub => {
+                let q = drafts.law(0);
+                let g = GreedyDraft::new(q, 2);
+                let hub = g.deterministic[0];
+                for &i in q.support() {
+                    if i != hub {
+                        out.push((vec![i, hub], q.get(i)));
+                    }
+                }
+                for z in 0..q.vocab() as u32 {
+                    let prob = q.get(hub) * g.q_prime(z);
+                    if prob > 0.0 {
+                        out.push((vec![hub, z], prob));
+                    }
+                }
+            }
         }
         out
     }
@@ -73,7 +97,11 @@ impl DraftLaw {
             cdfs: (0..n_samplers)
                 .map(|i| CdfSampler::new(drafts.law(i)))
                 .collect(),
-            greedy: (self == DraftLaw::Greedy).then(|| GreedyDraft::new(drafts.law(0), drafts.k())),
+            greedy: match self {
+                DraftLaw::Greedy => Some(GreedyDraft::new(drafts.law(0), drafts.k())),
+                DraftLaw::Hub => Some(GreedyDraft::new(drafts.law(0), 2)),
+                _ => None,
+            },
         }
     }
 }
@@ -287,6 +315,19 @@ impl InputSampler<'_> {
                 tuple.push(g.sample_z(&self.cdfs[0], rng));
                 tuple
             }
+            DraftLaw::Hub => {
+                let first = self.cdfs[0].sample(rng.uniform());
+                if self.drafts.k() == 1 {
+                    return vec![first];
+                }
+                let g = self.greedy.as_ref().expect("hub sampler");
+                let hub = g.deterministic[0];
+                if first == hub {
+                    vec![hub, g.sample_z(&self.cdfs[0], rng)]
+                } else {
+                    vec![first, hub]
+                }
+            }
         }
     }
 
@@ -382,6 +423,7 @@ mod tests {
             DraftLaw::Independent,
             DraftLaw::WithoutReplacement,
             DraftLaw::Greedy,
+            DraftLaw::Hub,
         ] {
             let drafts = Drafts::identical(&q, 2);
             let exact = law.enumerate(&drafts);

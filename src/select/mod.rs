@@ -38,6 +38,8 @@ schemes! {
     optimal: oracle::ENTRY;
     race: ENTRY;
     block: ENTRY;
+    traversal: ENTRY;
+    spechub: ENTRY;
     weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
 }
 
@@ -166,6 +168,9 @@ pub enum Decoding {
     Race(RaceTree),
     /// One draft chain verified as a block (block verification).
     Block,
+    /// K chains verified as a tree, leaves to root (Traversal
+    /// Verification), formed into a tree the given way.
+    Traversal(traversal::TreeMode),
 }
 
 /// A token-level selection scheme (see the module docs for the protocol).

@@ -346,7 +346,12 @@ fn describe(entry: &'static Entry) -> SchemeInfo {
                 Ok(()) => "identical, non-identical",
                 Err(_) => "identical only",
             };
-            (drafts, ">= 1")
+            // Pair schemes (spechub) take two drafts at most.
+            let k = match scheme.supports(&Drafts::identical(&q1, 3)) {
+                Ok(()) => ">= 1",
+                Err(_) => "1, 2",
+            };
+            (drafts, k)
         }
     };
     SchemeInfo {
@@ -454,5 +459,7 @@ mod tests {
         assert_eq!(info("single").k, "1");
         assert_eq!(info("spectr").drafts, "identical only");
         assert_eq!(info("specinfer").drafts, "identical, non-identical");
+        assert_eq!(info("spechub").k, "1, 2");
+        assert_eq!(info("greedy").k, ">= 1");
     }
 }

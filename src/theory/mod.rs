@@ -73,7 +73,7 @@ pub fn exact_outcome(
 pub fn optimum(p: &Dist, drafts: &Drafts, law: DraftLaw) -> Result<f64, SchemeError> {
     match law {
         DraftLaw::Independent => pstar(p, drafts),
-        DraftLaw::WithoutReplacement | DraftLaw::Greedy => {
+        DraftLaw::WithoutReplacement | DraftLaw::Greedy | DraftLaw::Hub => {
             Ok(pstar_flow(p, &SetMasses::of(law, drafts)?).value)
         }
     }

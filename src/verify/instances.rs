@@ -197,6 +197,38 @@ pub fn small_instance(
     }
 }
 
+/// A small tree-structured round: target and draft laws after every
+/// prefix, each node an independent [`small_instance`] of one special case,
+/// drawn from the seed and the prefix alone (so the same prefix always has
+/// the same laws). Sequence-level schemes are enumerated over whole rounds
+/// of these.
+#[derive(Clone, Copy, Debug)]
+pub struct TreeInstance {
+    pub seed: u64,
+    pub vocab: usize,
+    pub special: Special,
+}
+
+impl TreeInstance {
+    /// `(p, q)` after `prefix`.
+    pub fn laws(&self, prefix: &[u32]) -> (Dist, Dist) {
+        let labels: Vec<u64> = std::iter::once(0x7EE)
+            .chain(prefix.iter().map(|&x| u64::from(x) + 1))
+            .collect();
+        let mut rng = SpecRng::derive(self.seed, &labels);
+        let inst = small_instance(&mut rng, self.vocab, 1, true, self.special);
+        let q = inst.qs.into_iter().next().expect("one draft law");
+        (inst.p, q)
+    }
+
+    pub fn label(&self) -> String {
+        format!(
+            "V={} {:?} tree (seed {})",
+            self.vocab, self.special, self.seed
+        )
+    }
+}
+
 /// Shape of realistic next-token distributions.
 #[derive(Clone, Debug)]
 pub struct Realism {

@@ -14,6 +14,7 @@
 pub mod gtest;
 pub mod instances;
 pub mod race;
+pub mod rounds;
 
 use std::fmt::Write as _;
 
@@ -86,6 +87,8 @@ pub struct SchemeCheck {
     pub sampling: Vec<SamplingCheck>,
     /// Realistic nodes beyond what this scheme enumerates (small-V schemes).
     pub skipped: Vec<String>,
+    /// Sequence-level verifiers: whole rounds enumerated.
+    pub rounds: Option<rounds::RoundSummary>,
     pub failures: Vec<String>,
     pub passed: bool,
 }
@@ -138,6 +141,13 @@ impl VerifyReport {
             );
             for failure in &s.failures {
                 let _ = writeln!(out, "  {failure}");
+            }
+            if let Some(rounds) = &s.rounds {
+                let _ = writeln!(
+                    out,
+                    "  whole rounds: {} enumerated, max|law−p| {:.1e}",
+                    rounds.rounds, rounds.max_law_error
+                );
             }
             for skip in &s.skipped {
                 let _ = writeln!(out, "  skipped (size): {skip}");
@@ -230,6 +240,11 @@ pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck
             skipped.join("; ")
         ));
     }
+    let rounds = rounds::is_sequence_level(scheme).then(|| {
+        let summary = rounds::round_check(scheme, options.seed, options.instances.div_ceil(4));
+        failures.extend(summary.failures.iter().cloned());
+        summary
+    });
     SchemeCheck {
         scheme: scheme.label(),
         passed: failures.is_empty(),
@@ -237,6 +252,7 @@ pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck
         consistency,
         sampling,
         skipped,
+        rounds,
         failures,
     }
 }

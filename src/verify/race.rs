@@ -140,6 +140,7 @@ pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> Scheme
         consistency,
         sampling,
         skipped: Vec::new(),
+        rounds: None,
         failures,
     }
 }

@@ -29,6 +29,8 @@ mod report;
 mod run;
 mod sequence;
 mod slurm;
+mod spechub;
 mod threads;
 mod tiny_models;
+mod traversal;
 mod vectors;

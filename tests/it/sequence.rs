@@ -94,6 +94,7 @@ fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for (vocab, length, k) in [
         (2, 2, 1),
+        (2, 2, 2),
         (2, 3, 2),
         (2, 2, 3),
         (3, 2, 1),
@@ -193,7 +194,7 @@ fn a_biased_walk_is_detected() {
             Ok(Box::new(Prepared(p)))
         }
     }
-    let case = &cases()[4];
+    let case = &cases()[5];
     assert!(case.max_error(&AlwaysFirst) > 1e-3);
 }
 
@@ -243,7 +244,7 @@ fn the_decoding_engine_samples_the_target_law_for_every_scheme() {
     // V = 3, L = 2, K = 2 identical, and V = 4 non-identical.
     for info in catalogue() {
         let scheme = build(info.id).unwrap();
-        for case in [&cases[4], &cases[9], &cases[10]] {
+        for case in [&cases[5], &cases[10], &cases[11]] {
             if !case.supported_by(scheme.as_ref()) {
                 continue;
             }
@@ -263,7 +264,7 @@ fn the_decoding_engine_samples_the_target_law_for_every_scheme() {
 #[test]
 fn the_g_test_catches_a_biased_engine_run() {
     // Draft-only sampling (every draft accepted) is not the target law.
-    let case = &cases()[4];
+    let case = &cases()[5];
     let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, case.vocab, None));
     let config = DecodeConfig {
         draft_len: case.length,

@@ -117,6 +117,7 @@ pub fn tuple_count(law: DraftLaw, drafts: &Drafts) -> f64 {
             (0..drafts.k().min(n)).map(|i| (n - i) as f64).product()
         }
         DraftLaw::Greedy => drafts.law(0).vocab() as f64,
+        DraftLaw::Hub => 2.0 * drafts.law(0).vocab() as f64,
     }
 }
 

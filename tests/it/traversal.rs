@@ -1,0 +1,377 @@
+//! Traversal Verification (`docs/schemes.md` §m): the exact round law equals
+//! the target's on random tree-structured rounds in every tree mode and
+//! special case; at K = 1 it is block verification's round law and at L = 1
+//! (`mult`) SpecInfer's; the wrong readings are caught; the engine samples
+//! the target law in every mode.
+
+use specbench::decode::exact::{
+    RoundModels, StringLaw, block_round_law, drafted_rows, extend_with_target, round_law,
+    target_law, traversal_tree,
+};
+use specbench::dist::Dist;
+use specbench::select::specinfer::SpecInfer;
+use specbench::select::traversal::{Reading, Traversal, Traverser, TreeMode};
+use specbench::select::{Scheme, build};
+use specbench::verify::instances::{Special, TreeInstance};
+
+const PROMPT: [u32; 1] = [0];
+const MODES: [TreeMode; 3] = [TreeMode::Mult, TreeMode::Merged, TreeMode::Distinct];
+
+fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
+    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Runs `check` with the round models of a tree instance.
+fn with_models<T>(
+    inst: &TreeInstance,
+    k: usize,
+    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+) -> T {
+    let target = |prefix: &[u32]| inst.laws(prefix).0;
+    let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts: k,
+        identical: true,
+    };
+    check(&models, &target)
+}
+
+/// `max |law of the round continued by p − p's law|` over L + 1 tokens.
+fn round_error(inst: &TreeInstance, scheme: &dyn Scheme, k: usize, length: usize) -> f64 {
+    with_models(inst, k, |models, target| {
+        let round = round_law(models, scheme, &PROMPT, length).unwrap();
+        let extended = extend_with_target(&round, target, &PROMPT, length + 1);
+        max_difference(&extended, &target_law(target, &PROMPT, length + 1))
+    })
+}
+
+fn instances(count: u64, vocab: usize) -> Vec<TreeInstance> {
+    (0..count)
+        .map(|seed| TreeInstance {
+            seed,
+            vocab,
+            special: Special::ALL[seed as usize % Special::ALL.len()],
+        })
+        .collect()
+}
+
+#[test]
+fn every_tree_mode_emits_the_target_law_over_a_round() {
+    let mut worst = 0.0f64;
+    for (vocab, k, length, count) in [
+        (3, 2, 2, 24),
+        (3, 3, 2, 16),
+        (2, 3, 3, 16),
+        (4, 2, 2, 16),
+        (3, 2, 3, 8),
+    ] {
+        for inst in instances(count, vocab) {
+            for mode in MODES {
+                let error = round_error(&inst, &Traversal { tree: mode }, k, length);
+                assert!(
+                    error < 1e-12,
+                    "{mode:?} K={k} L={length} {}: max error {error:e}",
+                    inst.label()
+                );
+                worst = worst.max(error);
+            }
+        }
+    }
+    assert!(worst > 0.0, "rounding never showed: the check may not run");
+}
+
+/// Expected tokens per round (accepted drafts plus one).
+fn mean_tokens(law: &StringLaw) -> f64 {
+    law.iter().map(|(s, p)| s.len() as f64 * p).sum()
+}
+
+/// The modes are different verifiers: each pair of them differs in
+/// expected tokens per round on some instance (so `tree=` is not ignored).
+#[test]
+fn the_tree_modes_are_different_verifiers() {
+    let mut means: Vec<[f64; 3]> = Vec::new();
+    for inst in instances(16, 3) {
+        with_models(&inst, 3, |models, _| {
+            let mut row = [0.0; 3];
+            for (m, mode) in MODES.into_iter().enumerate() {
+                row[m] =
+                    mean_tokens(&round_law(models, &Traversal { tree: mode }, &PROMPT, 2).unwrap());
+            }
+            means.push(row);
+        });
+    }
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        let gap = means
+            .iter()
+            .map(|r| (r[a] - r[b]).abs())
+            .fold(0.0, f64::max);
+        assert!(gap > 1e-3, "{:?} and {:?} never differ", MODES[a], MODES[b]);
+    }
+}
+
+#[test]
+fn at_one_chain_traversal_is_block_verification() {
+    for inst in instances(24, 3) {
+        with_models(&inst, 1, |models, _| {
+            let block = block_round_law(models, &PROMPT, 3);
+            for mode in MODES {
+                let traversal = round_law(models, &Traversal { tree: mode }, &PROMPT, 3).unwrap();
+                let gap = max_difference(&block, &traversal);
+                assert!(gap < 1e-12, "{mode:?} {}: {gap:e}", inst.label());
+            }
+        });
+    }
+}
+
+#[test]
+fn at_one_token_mult_traversal_is_specinfer() {
+    for (vocab, k) in [(3, 2), (4, 3), (2, 4)] {
+        for inst in instances(16, vocab) {
+            with_models(&inst, k, |models, _| {
+                let specinfer = round_law(models, &SpecInfer, &PROMPT, 1).unwrap();
+                let traversal = round_law(models, &Traversal::default(), &PROMPT, 1).unwrap();
+                let gap = max_difference(&specinfer, &traversal);
+                assert!(gap < 1e-12, "K={k} {}: {gap:e}", inst.label());
+            });
+        }
+    }
+}
+
+/// The round law under a reading of the rule, from the verifier's endings.
+fn reading_law(models: &RoundModels, mode: TreeMode, reading: Reading, length: usize) -> StringLaw {
+    let scheme = Traversal { tree: mode };
+    let mut law = StringLaw::new();
+    for (rows, prob) in drafted_rows(models, &scheme, &PROMPT, length) {
+        let tree = traversal_tree(models, mode, &PROMPT, &rows);
+        for ending in Traverser::with_reading(&tree, reading).endings() {
+            let path = tree.path(ending.node);
+            for (y, py) in ending.next {
+                let mut s = path.clone();
+                s.push(y);
+                *law.entry(s).or_insert(0.0) += prob * ending.prob * py;
+            }
+        }
+    }
+    law
+}
+
+#[test]
+fn the_wrong_readings_are_not_lossless() {
+    for reading in [
+        Reading::ParentWeightBySiblingMass,
+        Reading::BonusFromTarget,
+        Reading::WeightKept,
+    ] {
+        let mut worst = 0.0f64;
+        for inst in instances(8, 3)
+            .into_iter()
+            .filter(|i| i.special == Special::None || i.special == Special::Ties)
+        {
+            with_models(&inst, 2, |models, target| {
+                let law = reading_law(models, TreeMode::Mult, reading, 2);
+                let total: f64 = law.values().sum();
+                let extended = extend_with_target(&law, target, &PROMPT, 3);
+                let error = max_difference(&extended, &target_law(target, &PROMPT, 3))
+                    .max((total - 1.0).abs());
+                worst = worst.max(error);
+            });
+        }
+        assert!(worst > 1e-3, "{reading:?} looks lossless: {worst:e}");
+    }
+    // The same code under the lossless reading passes on the same rounds.
+    for inst in instances(8, 3) {
+        with_models(&inst, 2, |models, target| {
+            let law = reading_law(models, TreeMode::Mult, Reading::Lossless, 2);
+            let extended = extend_with_target(&law, target, &PROMPT, 3);
+            assert!(max_difference(&extended, &target_law(target, &PROMPT, 3)) < 1e-12);
+        });
+    }
+}
+
+#[test]
+fn the_tree_modes_parse_and_label() {
+    assert_eq!(build("traversal").unwrap().label(), "traversal");
+    for word in ["merged", "distinct"] {
+        let spec = format!("traversal:tree={word}");
+        assert_eq!(build(&spec).unwrap().label(), spec);
+    }
+    let err = build("traversal:tree=wide").unwrap_err();
+    assert!(err.message.contains("mult, merged, distinct"), "{err}");
+}
+
+mod engine {
+    //! The real decoding engine (caches, rollback, several rounds) in every
+    //! tree mode, and what it logs per depth.
+
+    use std::collections::BTreeMap;
+
+    use specbench::decode::exact::{RoundModels, round_law, target_law};
+    use specbench::decode::{DecodeConfig, Generation, generate};
+    use specbench::dist::{Dist, Processing};
+    use specbench::model::{ContextLogits, HistoryLm, ToyLm};
+    use specbench::rng::SpecRng;
+    use specbench::select::traversal::{Traversal, TreeMode};
+    use specbench::verify::gtest::g_test;
+
+    const VOCAB: usize = 3;
+    const LENGTH: usize = 2;
+    const K: usize = 2;
+    const PROMPT: [u32; 2] = [1, 0];
+
+    fn processing(temperature: f64) -> Processing {
+        Processing {
+            temperature,
+            top_k: None,
+            top_p: 1.0,
+        }
+    }
+
+    fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
+        let mut logits = vec![0.0f32; model.vocab_size()];
+        model.logits_after(prefix, &mut logits);
+        proc.apply(&logits).unwrap()
+    }
+
+    fn generations(mode: TreeMode, samples: u64) -> Vec<Generation> {
+        let mut target = HistoryLm::new(ToyLm::new(11, VOCAB, None));
+        let mut draft = HistoryLm::new(ToyLm::new(23, VOCAB, None));
+        let config = DecodeConfig {
+            draft_len: LENGTH,
+            max_new_tokens: LENGTH + 1,
+            target: processing(1.0),
+            drafts: vec![processing(1.7); K],
+            log_nodes: true,
+            rank_calibration: Default::default(),
+        };
+        let scheme = Traversal { tree: mode };
+        (0..samples)
+            .map(|i| {
+                let mut rng = SpecRng::derive(9, &[i]);
+                generate(&mut target, &mut draft, &PROMPT, &scheme, &config, &mut rng).unwrap()
+            })
+            .collect()
+    }
+
+    /// The exact law of the first round's emitted string.
+    fn first_round(mode: TreeMode) -> specbench::decode::exact::StringLaw {
+        let target_model = ToyLm::new(11, VOCAB, None);
+        let draft_model = ToyLm::new(23, VOCAB, None);
+        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
+        let draft = |_: usize, prefix: &[u32]| law_of(&draft_model, &processing(1.7), prefix);
+        let models = RoundModels {
+            target: &target,
+            draft: &draft,
+            drafts: K,
+            identical: true,
+        };
+        round_law(&models, &Traversal { tree: mode }, &PROMPT, LENGTH).unwrap()
+    }
+
+    #[test]
+    fn every_mode_samples_the_target_law() {
+        let target_model = ToyLm::new(11, VOCAB, None);
+        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
+        let reference = target_law(&target, &PROMPT, LENGTH + 1);
+        for mode in [TreeMode::Merged, TreeMode::Distinct] {
+            let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+            for g in generations(mode, 20_000) {
+                *counts.entry(g.tokens).or_insert(0) += 1;
+            }
+            assert!(counts.keys().all(|k| reference.contains_key(k)));
+            let observed: Vec<u64> = reference
+                .keys()
+                .map(|k| *counts.get(k).unwrap_or(&0))
+                .collect();
+            let expected: Vec<f64> = reference.values().copied().collect();
+            let test = g_test(&observed, &expected);
+            assert!(test.p_value >= 1e-6, "{mode:?}: p = {:e}", test.p_value);
+        }
+    }
+
+    /// "Accepted at depth d" is "the round kept at least d drafted tokens":
+    /// the first round's logged landing at depths 1 and 2 happens as often
+    /// as the exact round law says, and the log has the block-verification
+    /// shape (depths 1..=min(L, kept + 1), landed up to the kept length).
+    #[test]
+    fn per_depth_landing_is_the_kept_length_law() {
+        for mode in [TreeMode::Mult, TreeMode::Distinct] {
+            let samples = 20_000u64;
+            let runs = generations(mode, samples);
+            let law = first_round(mode);
+            for g in &runs {
+                for round in &g.rounds {
+                    let depths: Vec<usize> = round.nodes.iter().map(|n| n.depth).collect();
+                    let expected: Vec<usize> = (1..=LENGTH.min(round.accepted + 1)).collect();
+                    assert_eq!(depths, expected);
+                    for n in &round.nodes {
+                        assert_eq!(n.landed, n.depth <= round.accepted);
+                        assert!(n.drafts >= 1 && n.drafts <= K);
+                    }
+                    assert_eq!(round.nodes[0].drafts, K);
+                }
+            }
+            for d in 1..=LENGTH {
+                let exact: f64 = law
+                    .iter()
+                    .filter(|(s, _)| s.len() > d)
+                    .map(|(_, p)| p)
+                    .sum();
+                let landed = runs
+                    .iter()
+                    .filter(|g| g.rounds[0].nodes.iter().any(|n| n.depth == d && n.landed))
+                    .count() as f64
+                    / samples as f64;
+                let se = (exact * (1.0 - exact) / samples as f64).sqrt();
+                assert!(
+                    (landed - exact).abs() <= 5.0 * se + 1e-12,
+                    "{mode:?} depth {d}: logged {landed} vs exact {exact}"
+                );
+            }
+        }
+    }
+}
+
+/// Traversal against the walk's schemes on the same rounds: `mult` never
+/// emits fewer tokens per round than SpecInfer, `distinct` never fewer than
+/// RSD (both walk the same drafts node by node), and every mode never fewer
+/// than block verification of the first chain.
+#[test]
+fn traversal_never_emits_fewer_tokens_than_the_walk_it_refines() {
+    use specbench::select::rsd::Rsd;
+    for (vocab, k, length) in [(3, 2, 2), (3, 3, 2), (2, 2, 3), (4, 2, 2)] {
+        for inst in instances(24, vocab) {
+            with_models(&inst, k, |models, _| {
+                let mean = |scheme: &dyn Scheme| {
+                    mean_tokens(&round_law(models, scheme, &PROMPT, length).unwrap())
+                };
+                let mult = mean(&Traversal::default());
+                let distinct = mean(&Traversal {
+                    tree: TreeMode::Distinct,
+                });
+                let specinfer = mean(&SpecInfer);
+                let rsd = mean(&Rsd);
+                let block = mean(build("block").unwrap().as_ref());
+                assert!(
+                    mult >= specinfer - 1e-12,
+                    "{} K={k}: mult {mult} < specinfer {specinfer}",
+                    inst.label()
+                );
+                assert!(
+                    distinct >= rsd - 1e-12,
+                    "{} K={k}: distinct {distinct} < rsd {rsd}",
+                    inst.label()
+                );
+                assert!(
+                    mult >= block - 1e-12,
+                    "{} K={k}: mult {mult} < block {block}",
+                    inst.label()
+                );
+            });
+        }
+    }
+}
