@@ -156,7 +156,10 @@ fn theory_round_bound(args: RoundBoundArgs) -> Result<(), String> {
     let instance = match &args.instance {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                format!("--instance: cannot read {}: {e}: give an existing JSON file", path.display())
+                format!(
+                    "--instance: cannot read {}: {e}: give an existing JSON file",
+                    path.display()
+                )
             })?;
             let file: InstanceFile = serde_json::from_str(&text).map_err(|e| {
                 format!("--instance: {} is not a round instance ({e}): see `specbench theory round-bound --help`", path.display())

@@ -80,9 +80,7 @@ impl Instance {
         check_sizes(vocab, drafts, length)?;
         let mut rng = SpecRng::new(seed);
         let mut law = || {
-            let w: Vec<f64> = (0..vocab)
-                .map(|_| -(1.0 - rng.uniform()).ln())
-                .collect();
+            let w: Vec<f64> = (0..vocab).map(|_| -(1.0 - rng.uniform()).ln()).collect();
             let total: f64 = w.iter().sum();
             Dist::new(w.iter().map(|x| x / total).collect()).expect("normalised weights")
         };
@@ -124,7 +122,8 @@ impl Instance {
                         file.vocab
                     ));
                 }
-                let law = Dist::new(probs.clone()).map_err(|e| format!("{which}[\"{key}\"]: {e}"))?;
+                let law =
+                    Dist::new(probs.clone()).map_err(|e| format!("{which}[\"{key}\"]: {e}"))?;
                 out.insert(prefix, law);
             }
             for prefix in prefixes(file.vocab, max) {

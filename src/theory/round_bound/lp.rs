@@ -100,11 +100,7 @@ fn emissions(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Vec<Emission>
                 }
                 let pe = instance.p_of(&e);
                 if pe > 0.0 {
-                    out.push(Emission {
-                        trie: index,
-                        e,
-                        pe,
-                    });
+                    out.push(Emission { trie: index, e, pe });
                 }
             }
         }
@@ -143,7 +139,11 @@ impl Strings {
             all.extend(next.iter().cloned());
             level = next;
         }
-        let index = all.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect();
+        let index = all
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), i))
+            .collect();
         Strings { all, index }
     }
 
@@ -169,7 +169,9 @@ pub struct Bound {
 fn solved(problem: &Problem, what: &str) -> Result<f64, String> {
     match problem.solve() {
         Ok(SolveOutcome::Solution(solution)) => Ok(solution.objective()),
-        Ok(other) => Err(format!("the round {what} stopped without a solution: {other:?}")),
+        Ok(other) => Err(format!(
+            "the round {what} stopped without a solution: {other:?}"
+        )),
         Err(error) => Err(format!("the round {what} failed: {error}")),
     }
 }
@@ -217,8 +219,13 @@ pub fn round_dual(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Bound, S
     let strings = Strings::of(instance);
     let mut problem = Problem::new(OptimizationDirection::Minimize);
     let free = (f64::NEG_INFINITY, f64::INFINITY);
-    let u: Vec<Variable> = tries.iter().map(|(_, q)| problem.add_var(*q, free)).collect();
-    let z: Vec<Variable> = (0..strings.len()).map(|_| problem.add_var(0.0, free)).collect();
+    let u: Vec<Variable> = tries
+        .iter()
+        .map(|(_, q)| problem.add_var(*q, free))
+        .collect();
+    let z: Vec<Variable> = (0..strings.len())
+        .map(|_| problem.add_var(0.0, free))
+        .collect();
     let w: Vec<Variable> = (0..strings.len())
         .map(|_| problem.add_var(1.0, (0.0, f64::INFINITY)))
         .collect();

@@ -74,7 +74,9 @@ pub fn round_bound(
         None => SCHEMES.iter().map(|s| s.to_string()).collect(),
     };
     if names.is_empty() {
-        return Err("--schemes is empty: name at least one scheme, e.g. --schemes block,specinfer".into());
+        return Err(
+            "--schemes is empty: name at least one scheme, e.g. --schemes block,specinfer".into(),
+        );
     }
     let mut bounds: Vec<DraftingBound> = Vec::new();
     let mut rows = Vec::new();
@@ -82,16 +84,13 @@ pub fn round_bound(
         let scheme = build(&name).map_err(|e| e.to_string())?;
         let k = drafts_used(scheme.as_ref(), instance.drafts);
         let law = scheme.draft_law();
-        eprintln!("DBG enumerate {name} {:?}", std::time::Instant::now());
-        let (tokens, law_error) = enumerate(instance, scheme.as_ref())
-            .map_err(|e| format!("{name}: {e}"))?;
+        let (tokens, law_error) =
+            enumerate(instance, scheme.as_ref()).map_err(|e| format!("{name}: {e}"))?;
         let bound = match bounds.iter().find(|b| b.draft_law == law && b.drafts == k) {
             Some(b) => b.lp.value,
             None => {
                 let tries = drafted_tries(instance, law, k);
-                eprintln!("DBG lp {name} {:?}", std::time::Instant::now());
                 let lp = round_lp(instance, &tries)?;
-                eprintln!("DBG lp done {name} {:?}", std::time::Instant::now());
                 let dual = dual.then(|| round_dual(instance, &tries)).transpose()?;
                 bounds.push(DraftingBound {
                     draft_law: law,
