@@ -19,9 +19,12 @@ use super::{Panel, PaperValue, Split, TableSpec};
 
 pub struct Table3;
 
+/// A `cells.csv` column of a cell.
+type Column = fn(&CellRow) -> Option<f64>;
+
 /// Table 3's schemes besides `P*`, as `cells.csv` holds their closed forms
 /// at a run's nodes: (row label, column). A new one is one line here.
-const LOGGED: &[(&str, fn(&CellRow) -> Option<f64>)] = &[
+const LOGGED: &[(&str, Column)] = &[
     ("is", |r| r.mean_accept_is),
     ("spectr", |r| r.mean_accept_spectr),
     ("specinfer", |r| r.mean_accept_specinfer),
