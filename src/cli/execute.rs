@@ -16,6 +16,7 @@ use crate::report::{Format, build_report, load, pooled_vs_sd, render, summary_ta
 use crate::select::{catalogue, registry};
 use crate::theory::accept::{AcceptRequest, accept, parse_probabilities};
 use crate::theory::figure2::figure2;
+use crate::theory::round_bound::{Instance, InstanceFile, round_bound};
 use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
@@ -44,6 +45,7 @@ pub fn execute(cli: Cli) -> Result<ExitCode, String> {
         Command::Theory { command } => match command {
             TheoryCommand::Accept(args) => theory_accept(args)?,
             TheoryCommand::Figure2(args) => return theory_figure2(&args),
+            TheoryCommand::RoundBound(args) => theory_round_bound(args)?,
         },
         Command::Bench { command } => match command {
             BenchCommand::Select(args) => bench_schemes(args)?,
@@ -148,6 +150,26 @@ fn theory_accept(args: AcceptArgs) -> Result<(), String> {
         print!("{}", report.to_table());
     }
     Ok(())
+}
+
+fn theory_round_bound(args: RoundBoundArgs) -> Result<(), String> {
+    let instance = match &args.instance {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "--instance: cannot read {}: {e}: give an existing JSON file",
+                    path.display()
+                )
+            })?;
+            let file: InstanceFile = serde_json::from_str(&text).map_err(|e| {
+                format!("--instance: {} is not a round instance ({e}): see `specbench theory round-bound --help`", path.display())
+            })?;
+            Instance::from_file(file)?
+        }
+        None => Instance::random(args.vocab, args.k, args.length, args.seed)?,
+    };
+    let report = round_bound(&instance, args.schemes.as_deref(), args.dual)?;
+    print_result(&report, args.json, || report.to_table())
 }
 
 /// Writes the CSV (to `--out` or stdout), then the self-check verdict on

@@ -263,6 +263,37 @@ pub enum TheoryCommand {
     /// The paper's Figure 2 (E8): exact acceptance curves on the 3-token
     /// example, with self-checks (exit 1 if any fails).
     Figure2(Figure2Args),
+    /// Each sequence-level verifier's exact expected tokens per round on a
+    /// small instance, beside the round's optimum (an LP) for its drafting.
+    RoundBound(RoundBoundArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RoundBoundArgs {
+    /// Vocabulary size V of the random instance (2 to 4).
+    #[arg(long, default_value_t = 3)]
+    pub vocab: usize,
+    /// Drafted chains K (1 to 3).
+    #[arg(short = 'k', long = "drafts", default_value_t = 2)]
+    pub k: usize,
+    /// Tokens per chain L (1 to 3).
+    #[arg(short = 'l', long = "length", default_value_t = 2)]
+    pub length: usize,
+    /// Seed of the random tree-structured p and q (a Dirichlet(1) law after every prefix).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Read the instance from this JSON file instead ({"vocab", "drafts", "length", "p": {"": [...], "0": [...], "0,1": [...]}, "q": {...}}).
+    #[arg(long, conflicts_with_all = ["vocab", "k", "length", "seed"])]
+    pub instance: Option<PathBuf>,
+    /// Comma-separated sequence-level schemes (default: block, specinfer, rsd).
+    #[arg(long)]
+    pub schemes: Option<String>,
+    /// Also solve the LP's dual (a check: its value equals the LP's).
+    #[arg(long)]
+    pub dual: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

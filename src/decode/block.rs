@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::round::{Session, draft_call};
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, process};
+use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, process};
 use crate::dist::Dist;
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
@@ -97,6 +97,7 @@ fn chain_nodes(length: usize, tau: usize) -> Vec<NodeRecord> {
             landed: t < tau,
             accept: None,
             pstar: None,
+            table3: TokenAccepts::default(),
         })
         .collect()
 }

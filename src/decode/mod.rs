@@ -11,6 +11,7 @@
 //! the target-only baseline.
 
 pub mod block;
+pub mod closed_forms;
 pub mod exact;
 pub mod race;
 mod round;
@@ -27,6 +28,7 @@ use crate::rng::SpecRng;
 use crate::select::race::RankHistogram;
 use crate::select::{Decoding, Drafts, Scheme};
 
+pub use closed_forms::TokenAccepts;
 pub use walk::surviving_rows;
 
 /// How one prompt is decoded.
@@ -74,6 +76,9 @@ pub struct NodeRecord {
     /// min-cut is too large to compute during a run (non-identical drafts
     /// with large supports).
     pub pstar: Option<f64>,
+    /// Table 3's other closed forms at this node, whatever scheme runs
+    /// (walk nodes only; the race and block decoders log none).
+    pub table3: TokenAccepts,
 }
 
 /// One round: drafting, one target call, the walk.

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use super::round::{Descent, Session, draft_call};
-use super::{DecodeConfig, Generation, NodeRecord, process, surviving_rows};
+use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, process, surviving_rows};
 use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
@@ -194,6 +194,7 @@ impl DraftedTree {
             landed,
             accept: None,
             pstar: None,
+            table3: TokenAccepts::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use anyhow::{Context, Result};
 
 use super::round::{Descent, Session, draft_call};
-use super::{DecodeConfig, Generation, NodeRecord, drafts_of, process};
+use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, drafts_of, process};
 use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
@@ -180,6 +180,7 @@ impl<'a> Walker<'a> {
                 landed: inputs.contains(&y),
                 accept: prepared.acceptance().or(prepared.selection_acceptance()),
                 pstar: node_pstar(p, &drafts),
+                table3: TokenAccepts::at(p, &drafts),
             });
             descent.round.nodes.push(node);
         }

@@ -43,6 +43,15 @@ pub struct CellRow {
     pub accept_by_depth: String,
     pub mean_accept: Option<f64>,
     pub mean_pstar: Option<f64>,
+    /// Table 3's closed forms at this cell's nodes whatever its scheme
+    /// (`decode::TokenAccepts`). Cells written before they were logged lack
+    /// the columns ([`LATER_COLUMNS`]): read as empty.
+    #[serde(default)]
+    pub mean_accept_is: Option<f64>,
+    #[serde(default)]
+    pub mean_accept_spectr: Option<f64>,
+    #[serde(default)]
+    pub mean_accept_specinfer: Option<f64>,
     pub nodes: usize,
     pub fallbacks: usize,
     pub select_us_per_token: Option<f64>,
@@ -54,6 +63,14 @@ pub struct CellRow {
     pub gen_seconds: f64,
     pub wall_seconds: f64,
 }
+
+/// Columns added after `results/tiny` was made: a `cells.csv` without them
+/// still loads (its cells read them as empty), in this order.
+pub const LATER_COLUMNS: &[&str] = &[
+    "mean_accept_is",
+    "mean_accept_spectr",
+    "mean_accept_specinfer",
+];
 
 /// Decoding settings that every row repeats.
 pub struct RowContext {
@@ -93,6 +110,8 @@ impl CellRow {
         let accept_by_depth = accept_by_depth(&nodes, context.draft_len);
         let mean_accept = mean_if_complete(nodes.iter().map(|n| n.accept));
         let mean_pstar = mean_if_complete(nodes.iter().map(|n| n.pstar));
+        let table3 =
+            |pick: fn(&NodeRecord) -> Option<f64>| mean_if_complete(nodes.iter().map(|n| pick(n)));
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
         let (scheme, params) = match &cell.scheme {
             Some(spec) => (SchemeId::of(spec), spec.params().to_string()),
@@ -139,6 +158,9 @@ impl CellRow {
             accept_by_depth,
             mean_accept,
             mean_pstar,
+            mean_accept_is: table3(|n| n.table3.is),
+            mean_accept_spectr: table3(|n| n.table3.spectr),
+            mean_accept_specinfer: table3(|n| n.table3.specinfer),
             nodes: nodes.len(),
             fallbacks: generations.iter().map(|g| g.fallbacks).sum(),
             select_us_per_token: (!all_rounds.is_empty())

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::metrics::CellRow;
+use super::metrics::{CellRow, LATER_COLUMNS};
 
 pub const CELLS_FILE: &str = "cells.csv";
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -26,6 +26,17 @@ pub fn header() -> Vec<String> {
         .split(',')
         .map(String::from)
         .collect()
+}
+
+/// Whether a `cells.csv` with these columns reads as this version's rows:
+/// this version's header, or an older one that lacks some of
+/// [`LATER_COLUMNS`] (its cells read those as empty).
+pub fn readable_header(found: &[String]) -> bool {
+    let expected: Vec<String> = header()
+        .into_iter()
+        .filter(|c| !LATER_COLUMNS.contains(&c.as_str()) || found.contains(c))
+        .collect();
+    found == expected
 }
 
 /// Reads every complete row of a `cells.csv`. A last line cut short by a
@@ -51,7 +62,13 @@ pub fn read_rows(path: &Path, repair: bool) -> Result<Vec<CellRow>> {
     }
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let found: Vec<String> = reader.headers()?.iter().map(String::from).collect();
-    if found != header() {
+    // A resumed run appends this version's rows: its file must have them all.
+    let fits = if repair {
+        found == header()
+    } else {
+        readable_header(&found)
+    };
+    if !fits {
         bail!(
             "{} has different columns from this specbench version: write to a new --out directory",
             path.display()

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::experiment::generations::{GENERATIONS_FILE, GenerationLine, keep_cells, read_lines};
 use crate::experiment::metrics::CellRow;
-use crate::experiment::output::{CELLS_FILE, MANIFEST_FILE, header, read_rows};
+use crate::experiment::output::{CELLS_FILE, MANIFEST_FILE, header, read_rows, readable_header};
 
 /// One `cells.csv` that was read, with the manifest beside it (if any).
 #[derive(Clone, Debug)]
@@ -98,7 +98,7 @@ fn check_header(path: &Path) -> Result<()> {
         );
     }
     let expected = header();
-    if found != expected {
+    if !readable_header(&found) {
         let missing: Vec<&String> = expected.iter().filter(|c| !found.contains(c)).collect();
         if found.first().map(String::as_str) != Some("cell_id") {
             bail!(

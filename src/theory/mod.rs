@@ -4,6 +4,7 @@
 
 pub mod accept;
 pub mod figure2;
+pub mod round_bound;
 
 use crate::dist::Dist;
 use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};

@@ -26,6 +26,7 @@ mod plot;
 mod quality;
 mod race;
 mod report;
+mod round_bound;
 mod run;
 mod sequence;
 mod slurm;

@@ -145,9 +145,10 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         .find(|e| e.0.starts_with("table3/1.2") && e.1 == "Optimal (P*)" && e.2 == "dolly K=3")
         .unwrap_or_else(|| panic!("no Table 3 P* entry:\n{csv}"));
     assert!((entry.3.unwrap() - mean(&pstar)).abs() < 1e-12);
-    let accept: Vec<f64> = seeds_of(&results.rows, "spectr", 2)
+    // SpecTr's row: its closed form at the IS run's nodes (PAPER.md E5).
+    let accept: Vec<f64> = seeds_of(&results.rows, "is", 2)
         .iter()
-        .map(|r| r.mean_accept.unwrap())
+        .map(|r| r.mean_accept_spectr.unwrap())
         .collect();
     let entry = table
         .iter()
@@ -196,6 +197,97 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
     assert_eq!(deterministic(&from_merged), deterministic(&csv));
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&shards);
+}
+
+/// The Table 3 entry (measured mean) of `row` at `column` in panel `temp`.
+fn table3_entry(table: &[CsvEntry], temp: &str, row: &str, column: &str) -> f64 {
+    table
+        .iter()
+        .find(|e| e.0.starts_with(&format!("table3/{temp}")) && e.1 == row && e.2 == column)
+        .and_then(|e| e.3)
+        .unwrap_or_else(|| panic!("no Table 3 entry {row} at {column}"))
+}
+
+/// Few prompts (one each, 8 tokens) make each run visit different nodes:
+/// Table 3 must still compare every scheme on the IS run's nodes.
+#[test]
+fn table3_averages_every_row_over_the_is_runs_nodes() {
+    let mut config = e3_like();
+    config.data.datasets = vec![
+        specbench::data::Dataset::Dolly,
+        specbench::data::Dataset::Xsum,
+    ];
+    config.data.prompts = 1;
+    config.decode.max_new_tokens = 8;
+    config.sweep.schemes = ["optimal", "specinfer", "is", "spectr", "rsd"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    config.sweep.seeds = vec![1];
+    let out = scratch("table3-same-nodes");
+    run_into(config, &out, None);
+    let results = load(std::slice::from_ref(&out)).unwrap();
+    let report = build_report(&results);
+    let table = entries(&render(&report, Format::Csv));
+    for dataset in ["dolly", "xsum"] {
+        for k in [2, 3] {
+            let column = format!("{dataset} K={k}");
+            let is: Vec<&CellRow> = seeds_of(&results.rows, "is", k)
+                .into_iter()
+                .filter(|r| r.dataset.to_string() == dataset)
+                .collect();
+            let is = is[0];
+            let pstar = table3_entry(&table, "1.2", "Optimal (P*)", &column);
+            assert!((pstar - is.mean_pstar.unwrap()).abs() < 1e-9, "{column}");
+            // The IS row is the IS run's own logged acceptance.
+            let own = table3_entry(&table, "1.2", &canonical("is"), &column);
+            assert!((own - is.mean_accept.unwrap()).abs() < 1e-9, "{column}");
+            for scheme in ["spectr", "specinfer"] {
+                let value = table3_entry(&table, "1.2", &canonical(scheme), &column);
+                assert!(value <= pstar + 1e-12, "{scheme} above P* at {column}");
+            }
+            assert!(own <= pstar + 1e-12, "is above P* at {column}");
+            // The oracle's own nodes: its landing is P* at every node.
+            let oracle = seeds_of(&results.rows, "optimal", k)
+                .into_iter()
+                .find(|r| r.dataset.to_string() == dataset)
+                .unwrap();
+            assert!((oracle.mean_accept.unwrap() - oracle.mean_pstar.unwrap()).abs() < 1e-9);
+            // Every walk run logs every closed form, its own among them.
+            let specinfer = seeds_of(&results.rows, "specinfer", k)
+                .into_iter()
+                .find(|r| r.dataset.to_string() == dataset)
+                .unwrap();
+            assert_eq!(specinfer.mean_accept, specinfer.mean_accept_specinfer);
+        }
+    }
+    let markdown = render(&report, Format::Markdown);
+    assert!(
+        markdown.contains("the nodes of one run: the IS run"),
+        "{markdown}"
+    );
+    assert!(
+        table
+            .iter()
+            .all(|e| !e.0.starts_with("table3") || e.1 != "rsd")
+    );
+}
+
+/// `results/tiny` was written before the closed forms were logged at every
+/// node: it still loads, and Table 3 says its rows are over each run's own
+/// nodes.
+#[test]
+fn table3_of_an_older_run_falls_back_and_says_so() {
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/tiny");
+    let results = load(&[tiny]).unwrap();
+    assert!(results.rows.iter().all(|r| r.mean_accept_is.is_none()));
+    let markdown = render(&build_report(&results), Format::Markdown);
+    assert!(markdown.contains("Table 3"), "{markdown}");
+    assert!(
+        markdown.contains("this run predates per-node logging"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| rsd |") || markdown.contains("| specinfer |"));
 }
 
 #[test]

@@ -1,0 +1,196 @@
+//! `specbench theory round-bound`: on a small instance (V ≤ 4, K ≤ 3,
+//! L ≤ 3), each sequence-level verifier's exact expected tokens per round,
+//! enumerated, beside the round's true optimum for the same drafting, a
+//! linear program ([`lp`]). `P*` bounds one node; this bounds a round.
+
+pub mod instance;
+pub mod lp;
+
+use std::fmt::Write as _;
+
+use crate::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
+use crate::select::{DraftLaw, Scheme, build, drafts_used};
+
+pub use instance::{Instance, InstanceFile};
+use lp::{Bound, drafted_tries, round_dual, round_lp};
+
+/// The sequence-level verifiers `round-bound` lists by default, in order:
+/// block verification, SpecInfer (the walk, `SCHEMES.md` §2.1) and RSD.
+/// A scheme whose exact round law `decode::exact::round_law` enumerates is
+/// one more entry here (Traversal Verification's modes and SpecHub, on
+/// their own branch, go here).
+pub const SCHEMES: &[&str] = &["block", "specinfer", "rsd"];
+
+/// One scheme: its exact E[tokens per round] and the LP for its drafting.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SchemeRow {
+    pub scheme: String,
+    pub draft_law: DraftLaw,
+    /// Drafted chains the scheme runs on (block: 1).
+    pub drafts: usize,
+    /// `Σ_e Pr[e] |e|` over the enumerated round law.
+    pub tokens: f64,
+    /// `max |law continued by p − p|` over strings of L + 1 tokens: ~0 for
+    /// an exact scheme.
+    pub law_error: f64,
+    /// The LP's value for this drafting.
+    pub bound: f64,
+}
+
+/// The LP of one drafting (draft law, chains), shared by its schemes.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DraftingBound {
+    pub draft_law: DraftLaw,
+    pub drafts: usize,
+    /// Distinct drafted tries.
+    pub tries: usize,
+    pub lp: Bound,
+    /// The dual's value where asked for (`--dual`): equal to the LP's.
+    pub dual: Option<Bound>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RoundBoundReport {
+    pub vocab: usize,
+    pub drafts: usize,
+    pub length: usize,
+    pub rows: Vec<SchemeRow>,
+    pub bounds: Vec<DraftingBound>,
+}
+
+/// Computes the report: every scheme of `schemes` (default [`SCHEMES`])
+/// enumerated, one LP per drafting; the dual too where `dual` is set.
+pub fn round_bound(
+    instance: &Instance,
+    schemes: Option<&str>,
+    dual: bool,
+) -> Result<RoundBoundReport, String> {
+    let names: Vec<String> = match schemes {
+        Some(list) => list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None => SCHEMES.iter().map(|s| s.to_string()).collect(),
+    };
+    if names.is_empty() {
+        return Err(
+            "--schemes is empty: name at least one scheme, e.g. --schemes block,specinfer".into(),
+        );
+    }
+    let mut bounds: Vec<DraftingBound> = Vec::new();
+    let mut rows = Vec::new();
+    for name in names {
+        let scheme = build(&name).map_err(|e| e.to_string())?;
+        let k = drafts_used(scheme.as_ref(), instance.drafts);
+        let law = scheme.draft_law();
+        let (tokens, law_error) =
+            enumerate(instance, scheme.as_ref()).map_err(|e| format!("{name}: {e}"))?;
+        let bound = match bounds.iter().find(|b| b.draft_law == law && b.drafts == k) {
+            Some(b) => b.lp.value,
+            None => {
+                let tries = drafted_tries(instance, law, k);
+                let lp = round_lp(instance, &tries)?;
+                let dual = dual.then(|| round_dual(instance, &tries)).transpose()?;
+                bounds.push(DraftingBound {
+                    draft_law: law,
+                    drafts: k,
+                    tries: tries.len(),
+                    lp,
+                    dual,
+                });
+                lp.value
+            }
+        };
+        rows.push(SchemeRow {
+            scheme: name,
+            draft_law: law,
+            drafts: k,
+            tokens,
+            law_error,
+            bound,
+        });
+    }
+    Ok(RoundBoundReport {
+        vocab: instance.vocab,
+        drafts: instance.drafts,
+        length: instance.length,
+        rows,
+        bounds,
+    })
+}
+
+/// The scheme's exact round law: its expected length, and how far that law
+/// continued by `p` is from `p`.
+fn enumerate(instance: &Instance, scheme: &dyn Scheme) -> Result<(f64, f64), String> {
+    let target = |prefix: &[u32]| instance.target(prefix);
+    let draft = |_row: usize, prefix: &[u32]| instance.draft(prefix);
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts: instance.drafts,
+        identical: true,
+    };
+    let law = round_law(&models, scheme, &[], instance.length).map_err(|e| e.to_string())?;
+    let tokens = law.iter().map(|(s, prob)| prob * s.len() as f64).sum();
+    let total = instance.length + 1;
+    let continued = extend_with_target(&law, &target, &[], total);
+    let exact = target_law(&target, &[], total);
+    let error = exact
+        .iter()
+        .map(|(s, p)| (continued.get(s).copied().unwrap_or(0.0) - p).abs())
+        .chain(
+            continued
+                .iter()
+                .filter(|(s, _)| !exact.contains_key(*s))
+                .map(|(_, c)| c.abs()),
+        )
+        .fold(0.0, f64::max);
+    Ok((tokens, error))
+}
+
+impl RoundBoundReport {
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "V = {}, K = {}, L = {}: expected tokens per round (exact enumeration) and the round's optimum (LP) for the same drafting\n",
+            self.vocab, self.drafts, self.length
+        );
+        let _ = writeln!(
+            out,
+            "{:<24} {:<36} {:>10} {:>10} {:>8} {:>9}",
+            "scheme", "drafting", "E[tokens]", "LP", "gap %", "law err"
+        );
+        for row in &self.rows {
+            let drafting = format!("{} (K={})", row.draft_law.describe(), row.drafts);
+            let _ = writeln!(
+                out,
+                "{:<24} {:<36} {:>10.6} {:>10.6} {:>8.3} {:>9.1e}",
+                row.scheme,
+                drafting,
+                row.tokens,
+                row.bound,
+                100.0 * (row.bound / row.tokens - 1.0),
+                row.law_error
+            );
+        }
+        let _ = writeln!(out);
+        for bound in &self.bounds {
+            let dual = bound
+                .dual
+                .map_or(String::new(), |d| format!(", dual {:.12}", d.value));
+            let _ = writeln!(
+                out,
+                "LP for {} (K={}): {:.12}{dual} ({} tries, {} variables, {} constraints)",
+                bound.draft_law.describe(),
+                bound.drafts,
+                bound.lp.value,
+                bound.tries,
+                bound.lp.variables,
+                bound.lp.constraints
+            );
+        }
+        out
+    }
+}

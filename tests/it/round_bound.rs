@@ -1,0 +1,217 @@
+//! `theory round-bound`: the round's optimum (an LP) against every
+//! sequence-level verifier's exact expected tokens per round, and two
+//! independent checks of the LP's value (its dual; `1 + P*` at L = 1).
+
+use crate::common;
+
+use std::process::Command;
+
+use specbench::select::optimal::pstar;
+use specbench::select::{DraftLaw, Drafts};
+use specbench::theory::optimum;
+use specbench::theory::round_bound::{Instance, InstanceFile, round_bound};
+
+/// Sizes the checks sweep: every (V, K, L) that solves in well under a
+/// second, and one with L = 3.
+const SIZES: &[(usize, usize, usize)] = &[
+    (2, 1, 1),
+    (2, 2, 2),
+    (2, 3, 3),
+    (3, 1, 2),
+    (3, 2, 1),
+    (3, 2, 2),
+    (3, 3, 2),
+    (3, 1, 3),
+    (4, 2, 2),
+    (4, 3, 1),
+];
+
+#[test]
+fn every_scheme_stays_at_or_below_the_round_lp_and_is_exact() {
+    for &(v, k, l) in SIZES {
+        for seed in 1..=3 {
+            let instance = Instance::random(v, k, l, seed).unwrap();
+            let report = round_bound(&instance, None, false).unwrap();
+            assert_eq!(report.rows.len(), 3);
+            for row in &report.rows {
+                let at = format!("{} at V={v} K={k} L={l} seed {seed}", row.scheme);
+                assert!(
+                    row.tokens <= row.bound + 1e-8,
+                    "{at}: {} > {}",
+                    row.tokens,
+                    row.bound
+                );
+                assert!(
+                    row.tokens >= 1.0 && row.bound <= (l + 1) as f64 + 1e-9,
+                    "{at}"
+                );
+                assert!(row.law_error < 1e-12, "{at}: law error {}", row.law_error);
+            }
+        }
+    }
+}
+
+/// Block verification is the optimal verifier of one draft chain: at K = 1
+/// it reaches the LP, which no looser or tighter formulation would give.
+#[test]
+fn block_verification_equals_the_lp_at_one_draft() {
+    for &(v, l) in &[(2, 1), (2, 3), (3, 2), (3, 3), (4, 2)] {
+        for seed in 1..=4 {
+            let instance = Instance::random(v, 1, l, seed).unwrap();
+            let report = round_bound(&instance, Some("block"), false).unwrap();
+            let row = &report.rows[0];
+            assert!(
+                (row.tokens - row.bound).abs() < 1e-8,
+                "V={v} L={l} seed {seed}: BV {} LP {}",
+                row.tokens,
+                row.bound
+            );
+        }
+    }
+}
+
+/// The dual, solved separately, has the LP's value (strong duality).
+#[test]
+fn the_dual_has_the_lps_value() {
+    for &(v, k, l) in &[(2, 2, 2), (3, 2, 2), (3, 3, 2), (3, 1, 3), (4, 2, 1)] {
+        let instance = Instance::random(v, k, l, 7).unwrap();
+        let report = round_bound(&instance, None, true).unwrap();
+        for bound in &report.bounds {
+            let dual = bound.dual.unwrap().value;
+            assert!(
+                (dual - bound.lp.value).abs() < 1e-8,
+                "V={v} K={k} L={l} {:?}: LP {} dual {dual}",
+                bound.draft_law,
+                bound.lp.value
+            );
+        }
+    }
+}
+
+/// With one drafted token the round is one node: its optimum is one token
+/// plus the node's optimal landing (`P*` by the sorted prefix for i.i.d.
+/// drafts, the min-cut for drafts without replacement).
+#[test]
+fn at_one_token_the_lp_is_one_plus_the_node_optimum() {
+    for &(v, k) in &[(2, 2), (3, 2), (3, 3), (4, 2), (4, 3)] {
+        for seed in 1..=3 {
+            let instance = Instance::random(v, k, 1, seed).unwrap();
+            let report = round_bound(&instance, Some("specinfer,rsd"), false).unwrap();
+            let (p, q) = (instance.target(&[]), instance.draft(&[]));
+            let drafts = Drafts::identical(&q, k);
+            let iid = 1.0 + pstar(&p, &drafts).unwrap();
+            let without = 1.0 + optimum(&p, &drafts, DraftLaw::WithoutReplacement).unwrap();
+            assert!(
+                (report.rows[0].bound - iid).abs() < 1e-9,
+                "V={v} K={k} seed {seed}"
+            );
+            assert!(
+                (report.rows[1].bound - without).abs() < 1e-9,
+                "V={v} K={k} seed {seed}"
+            );
+        }
+    }
+}
+
+/// A file instance with zeros: `p = q` after every prefix (every scheme
+/// and the LP emit L + 1 tokens), and disjoint supports at the root.
+#[test]
+fn file_instances_with_zeros_and_equal_laws() {
+    let mut file = Instance::random(3, 2, 2, 5).unwrap().to_file();
+    file.p = file.q.clone();
+    for (key, law) in file.p.clone() {
+        if key.split(',').filter(|t| !t.is_empty()).count() == 1 {
+            file.p.insert(format!("{key},0"), law.clone());
+            file.p.insert(format!("{key},1"), law.clone());
+            file.p.insert(format!("{key},2"), law);
+        }
+    }
+    file.p.insert(String::new(), vec![0.5, 0.5, 0.0]);
+    file.q.insert(String::new(), vec![0.5, 0.5, 0.0]);
+    let report = round_bound(&Instance::from_file(file).unwrap(), None, true).unwrap();
+    for row in &report.rows {
+        assert!(
+            (row.tokens - 3.0).abs() < 1e-12,
+            "{}: {}",
+            row.scheme,
+            row.tokens
+        );
+        assert!(
+            (row.bound - 3.0).abs() < 1e-8,
+            "{}: {}",
+            row.scheme,
+            row.bound
+        );
+    }
+    // Disjoint supports at the root: nothing drafted can be kept.
+    let mut file = Instance::random(3, 2, 2, 5).unwrap().to_file();
+    file.p.insert(String::new(), vec![0.0, 0.0, 1.0]);
+    file.q.insert(String::new(), vec![0.6, 0.4, 0.0]);
+    let report = round_bound(&Instance::from_file(file).unwrap(), None, false).unwrap();
+    for row in &report.rows {
+        assert!((row.tokens - 1.0).abs() < 1e-12 && (row.bound - 1.0).abs() < 1e-8);
+    }
+}
+
+#[test]
+fn bad_instances_get_one_line_errors() {
+    for (v, k, l, needle) in [(5, 2, 2, "V = 5"), (3, 4, 2, "K = 4"), (3, 2, 0, "L = 0")] {
+        let err = Instance::random(v, k, l, 1).unwrap_err();
+        assert!(err.contains(needle) && !err.contains('\n'), "{err}");
+    }
+    let mut file: InstanceFile = Instance::random(2, 1, 2, 1).unwrap().to_file();
+    file.q.remove("1");
+    let err = Instance::from_file(file).unwrap_err();
+    assert!(err.contains("no law after \"1\""), "{err}");
+    let mut file = Instance::random(2, 1, 2, 1).unwrap().to_file();
+    file.p.insert("0,5".into(), vec![0.5, 0.5]);
+    assert!(Instance::from_file(file).unwrap_err().contains("'5'"));
+    let instance = Instance::random(2, 1, 1, 1).unwrap();
+    assert!(
+        round_bound(&instance, Some("nope"), false)
+            .unwrap_err()
+            .contains("unknown scheme")
+    );
+}
+
+#[test]
+fn the_command_prints_the_table_json_and_reads_a_file() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args(["theory", "round-bound"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--vocab", "3", "-k", "2", "-l", "2", "--dual"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "block",
+        "specinfer",
+        "rsd",
+        "LP for independent (K=2)",
+        "dual",
+    ] {
+        assert!(text.contains(needle), "{text}");
+    }
+    let dir = common::scratch("round_bound", "file");
+    let path = dir.join("instance.json");
+    let instance = Instance::random(2, 2, 2, 3).unwrap();
+    std::fs::write(&path, serde_json::to_string(&instance.to_file()).unwrap()).unwrap();
+    let out = run(&["--instance", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = round_bound(&instance, None, false).unwrap();
+    assert_eq!(json["rows"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        json["rows"][1]["tokens"].as_f64(),
+        Some(expected.rows[1].tokens)
+    );
+    let bad = run(&["--vocab", "9"]);
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        !bad.status.success() && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
