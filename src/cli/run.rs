@@ -41,7 +41,9 @@ pub fn fetch_config(args: FetchArgs) -> Result<(), String> {
         .skip(1)
         .map(|a| shell_quote(&a))
         .collect();
-    println!("everything is in the Hugging Face cache; run it offline (e.g. on a compute node) with:");
+    println!(
+        "everything is in the Hugging Face cache; run it offline (e.g. on a compute node) with:"
+    );
     println!("  HF_HUB_OFFLINE=1 specbench run {}", rest.join(" "));
     Ok(())
 }

@@ -218,7 +218,8 @@ mod tests {
             ["NVIDIA A100 (compute capability 8.0, driver 550.54)"]
         );
         assert_eq!(machines_of(&cpu), machines_of(&old));
-        let merged = json!({"merged_from": [{"manifest": gpu}, {"manifest": cpu}, {"manifest": old}]});
+        let merged =
+            json!({"merged_from": [{"manifest": gpu}, {"manifest": cpu}, {"manifest": old}]});
         assert_eq!(machines_of(&merged).len(), 2);
     }
 }

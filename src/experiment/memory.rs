@@ -190,7 +190,9 @@ fn transient_bytes(
 /// sees a GPU, else the CPU.
 pub fn resolved_device(device: DeviceChoice) -> DeviceChoice {
     match device {
-        DeviceChoice::Auto if cfg!(feature = "cuda") && device_memory(DeviceChoice::Cuda(None)).is_some() => {
+        DeviceChoice::Auto
+            if cfg!(feature = "cuda") && device_memory(DeviceChoice::Cuda(None)).is_some() =>
+        {
             DeviceChoice::Cuda(None)
         }
         DeviceChoice::Auto => DeviceChoice::Cpu,
@@ -202,10 +204,13 @@ pub fn resolved_device(device: DeviceChoice) -> DeviceChoice {
 /// f16 and about twice the time of a memory-bound call).
 pub fn precision_warning(config: &Config, estimate: &MemoryEstimate) -> Option<String> {
     let on_cuda = matches!(resolved_device(config.models.device), DeviceChoice::Cuda(_));
-    let parameters = (model_shape(&config.models.target, config.models.target_revision.as_deref()))
-        .ok()
-        .flatten()
-        .map(|k| k.shape.parameters)?;
+    let parameters = (model_shape(
+        &config.models.target,
+        config.models.target_revision.as_deref(),
+    ))
+    .ok()
+    .flatten()
+    .map(|k| k.shape.parameters)?;
     (on_cuda && estimate.dtype == Precision::F32 && parameters > F32_WARNING_PARAMETERS).then(|| {
         format!(
             "warning: {} ({:.1} B parameters) runs on CUDA with f32 weights: twice the memory and about twice the time of f16; set dtype = \"f16\" in [models] or pass --dtype f16",
@@ -216,14 +221,15 @@ pub fn precision_warning(config: &Config, estimate: &MemoryEstimate) -> Option<S
 }
 
 /// Refuses a run whose largest cell needs more than the device has free:
-/// one line with the numbers and what to change.
-pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<()> {
+/// one line with the numbers and what to change. `Ok(None)`: not checked
+/// (nothing answered for the device's memory).
+pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<Option<DeviceMemory>> {
     let device = resolved_device(config.models.device);
     let (Some(largest), Some(memory)) = (estimate.largest(), device_memory(device)) else {
-        return Ok(());
+        return Ok(None);
     };
     if largest.total <= memory.free {
-        return Ok(());
+        return Ok(Some(memory));
     }
     let mut fixes = Vec::new();
     if estimate.dtype == Precision::F32 {
@@ -253,7 +259,10 @@ pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<()> {
 pub fn breakdown(cell: &CellMemory) -> String {
     let mut parts = vec![
         format!("weights {}", gb(cell.target.weights + cell.draft.weights)),
-        format!("KV cache {}", gb(cell.target.kv_cache + cell.draft.kv_cache)),
+        format!(
+            "KV cache {}",
+            gb(cell.target.kv_cache + cell.draft.kv_cache)
+        ),
         format!("transient {}", gb(cell.transient)),
     ];
     if cell.allowance > 0 {

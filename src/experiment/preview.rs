@@ -48,7 +48,12 @@ pub fn preview(options: &RunOptions) -> Result<String> {
         generations * config.decode.max_new_tokens
     )?;
     let m = &config.models;
-    writeln!(out, "models ({}, {}):", m.device, m.dtype.unwrap_or_default())?;
+    writeln!(
+        out,
+        "models ({}, {}):",
+        m.device,
+        m.dtype.unwrap_or_default()
+    )?;
     for (role, name, revision) in [
         ("target", &m.target, &m.target_revision),
         ("draft", &m.draft, &m.draft_revision),
@@ -88,7 +93,13 @@ pub fn preview(options: &RunOptions) -> Result<String> {
             writeln!(
                 out,
                 "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
-                "K", "target weights", "target KV", "draft weights", "draft KV", "transient", "total"
+                "K",
+                "target weights",
+                "target KV",
+                "draft weights",
+                "draft KV",
+                "transient",
+                "total"
             )?;
             for cell in &estimate.per_k {
                 writeln!(
@@ -114,8 +125,18 @@ pub fn preview(options: &RunOptions) -> Result<String> {
             if let Some(warning) = memory::precision_warning(config, &estimate) {
                 writeln!(out, "{warning}")?;
             }
+            let largest = estimate.largest().map_or(0, |c| c.total);
             match memory::check(config, &estimate) {
-                Ok(()) => writeln!(out, "memory check: passes (or not checked, as above)")?,
+                Ok(Some(device)) => writeln!(
+                    out,
+                    "memory check: passes: the largest cell needs {} of {} free",
+                    gb(largest),
+                    gb(device.free)
+                )?,
+                Ok(None) => writeln!(
+                    out,
+                    "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for a device)"
+                )?,
                 Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
             }
         }
@@ -136,7 +157,9 @@ fn model_fetch(name: &str, revision: Option<&str>) -> String {
         Some(_) => format!(
             "hub @{revision}, in the Hugging Face cache (a run checks every file against the hub)"
         ),
-        None => format!("hub @{revision}, to download (`specbench fetch` does it ahead of the run)"),
+        None => {
+            format!("hub @{revision}, to download (`specbench fetch` does it ahead of the run)")
+        }
     }
 }
 

@@ -46,7 +46,7 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
         let (size, _) = random::parse_spec(name, 0)?;
         return Ok(Some(KnownShape {
             shape: opt_shape_of(&opt_shape(&size)?),
-            source: format!("the public OPT-{size} shape"),
+            source: format!("public OPT-{size} shape"),
         }));
     }
     let folder = Path::new(name);
@@ -68,7 +68,7 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
     {
         return Ok(Some(KnownShape {
             shape: opt_shape_of(&config),
-            source: format!("the public OPT-{size} shape (not cached yet)"),
+            source: format!("public OPT-{size} shape; not cached yet"),
         }));
     }
     Ok(None)
