@@ -132,6 +132,8 @@ pub fn describe(
     json!({
         "specbench_version": env!("CARGO_PKG_VERSION"),
         "git_revision": GIT_REVISION,
+        // Whether this binary was built with `--features cuda`.
+        "cuda_build": cfg!(feature = "cuda"),
         "config_source": options.config_source,
         "files": {
             "cells": super::output::CELLS_FILE,

@@ -17,6 +17,7 @@ mod exactness;
 mod failed_cells;
 mod global_resolution;
 mod golden_models;
+mod gpu_check;
 mod hub_download;
 mod hub_errors;
 mod layering;
