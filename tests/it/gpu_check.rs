@@ -27,16 +27,25 @@ fn the_cpu_side_of_the_gpu_check_passes_and_a_wrong_threshold_fails_it() {
     let good = gpu_check(&out, &[("GPU_CHECK_STEPS", "logits tiny")]);
     let stdout = String::from_utf8_lossy(&good.stdout);
     assert!(good.status.success(), "{stdout}");
-    assert!(stdout.contains("PASS logits") && stdout.contains("PASS tiny"), "{stdout}");
+    assert!(
+        stdout.contains("PASS logits") && stdout.contains("PASS tiny"),
+        "{stdout}"
+    );
     assert!(stdout.contains("every check passed"), "{stdout}");
     // f16 held to a thousandth of a roundoff: it cannot pass.
     let bad = gpu_check(
         &out,
-        &[("GPU_CHECK_STEPS", "logits"), ("GPU_CHECK_F16_ULPS", "0.001")],
+        &[
+            ("GPU_CHECK_STEPS", "logits"),
+            ("GPU_CHECK_F16_ULPS", "0.001"),
+        ],
     );
     let stdout = String::from_utf8_lossy(&bad.stdout);
     assert_eq!(bad.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("FAIL logits") && stdout.contains("OVER"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL logits") && stdout.contains("OVER"),
+        "{stdout}"
+    );
     assert!(stdout.contains("1 failed: logits"), "{stdout}");
     // So is f32 held to zero against transformers.
     let bad = gpu_check(

@@ -178,3 +178,54 @@ fn a_run_that_needs_more_than_the_device_has_stops_before_any_download_or_load()
     assert!(!out_dir.exists());
     let _ = std::fs::remove_dir_all(&home);
 }
+
+#[test]
+fn on_cuda_the_free_memory_of_the_runs_visible_device_comes_from_nvidia_smi() {
+    let home = common::scratch("memory", "smi");
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    // 40000 MiB free of 81559: E5's K = 8 (43.4 GB) does not fit, K = 4 does.
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\necho \"$@\" >> \"$SMI_LOG\"\necho '40000, 81559'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = home.join("smi.log");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let dry_run = |extra: &[&str]| {
+        let mut args = vec!["run", "experiments/paper-e5.toml", "--dry-run"];
+        args.extend_from_slice(extra);
+        let out = specbench(
+            &args,
+            &[
+                ("PATH", &path),
+                ("SMI_LOG", log.to_str().unwrap()),
+                ("CUDA_VISIBLE_DEVICES", "3,5"),
+            ],
+            &home,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = dry_run(&[]);
+    assert!(
+        stdout.contains("cuda: 41.9 GB free of 85.5 GB (nvidia-smi)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("memory check: FAILS") && stdout.contains("(K = 8)"),
+        "{stdout}"
+    );
+    assert!(std::fs::read_to_string(&log).unwrap().contains("-i 3"));
+    let stdout = dry_run(&["--drafts", "2,4", "--device", "cuda:1"]);
+    assert!(stdout.contains("memory check: passes"), "{stdout}");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("-i 5"));
+    let _ = std::fs::remove_dir_all(&home);
+}

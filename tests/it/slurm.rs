@@ -131,15 +131,28 @@ fn the_array_script_runs_gpu_jobs_on_the_cuda_build_and_logs_the_binary() {
     let wraps: Vec<&str> = calls.lines().filter(|l| l.starts_with("--wrap=")).collect();
     assert_eq!(wraps.len(), 2, "{calls}");
     for wrap in &wraps {
-        assert!(wrap.contains("target/cuda/release/specbench run") || wrap.contains("target/cuda/release/specbench merge"), "{wrap}");
-        assert!(wrap.contains("specbench task") && wrap.contains("sha256"), "{wrap}");
+        assert!(
+            wrap.contains("target/cuda/release/specbench run")
+                || wrap.contains("target/cuda/release/specbench merge"),
+            "{wrap}"
+        );
+        assert!(
+            wrap.contains("specbench task") && wrap.contains("sha256"),
+            "{wrap}"
+        );
     }
     // A CPU config, or a GPU config forced onto the CPU: the CPU build.
-    for args in [&["2", "tiny.toml"][..], &["2", "e1.toml", "--device", "cpu"][..]] {
+    for args in [
+        &["2", "tiny.toml"][..],
+        &["2", "e1.toml", "--device", "cpu"][..],
+    ] {
         let (ok, stderr, calls) = submit(&dir, args);
         assert!(ok, "{stderr}");
         let run = calls.lines().find(|l| l.starts_with("--wrap=")).unwrap();
-        assert!(run.contains("/target/release/specbench run"), "{args:?}: {run}");
+        assert!(
+            run.contains("/target/release/specbench run"),
+            "{args:?}: {run}"
+        );
         assert!(!run.contains("cuda/release"), "{args:?}: {run}");
     }
     let _ = std::fs::remove_dir_all(&dir);
