@@ -84,7 +84,7 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
         "tib" => 1024f64.powi(4),
         _ => return None,
     };
-    (value >= 0.0).then(|| (value * scale) as u64)
+    (value >= 0.0).then_some((value * scale) as u64)
 }
 
 /// One row of `nvidia-smi --query-gpu=FIELDS` for the run's `cuda:N`.
