@@ -67,9 +67,10 @@ pub fn device_memory(device: DeviceChoice) -> Option<DeviceMemory> {
 /// `80GB`, `80 GiB`, `512MB`, `1e9`, `123456`: bytes.
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let text = text.trim();
+    // The unit is the trailing letters (`1e9` has none).
     let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(text.len());
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .len();
     let (number, unit) = text.split_at(split);
     let value: f64 = number.trim().parse().ok()?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
