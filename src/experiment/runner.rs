@@ -42,7 +42,7 @@ pub struct RunReport {
 }
 
 /// Names a cell that must fail, to test that a failed cell does not stop
-/// the sweep (a hidden switch: tests and `scripts/gpu-check.sh` use it).
+/// the sweep (a hidden switch for the tests: `tests/it/failed_cells.rs`).
 pub const FAIL_CELL_VARIABLE: &str = "SPECBENCH_FAIL_CELL";
 
 pub fn run(options: &RunOptions) -> Result<RunReport> {
