@@ -20,7 +20,7 @@ use crate::theory::round_bound::{Instance, InstanceFile, round_bound};
 use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
-use super::run::run_experiment;
+use super::run::{fetch_config, run_experiment};
 use super::*;
 
 /// Runs one parsed command line; the exit code says pass (0) or a verdict
@@ -28,6 +28,7 @@ use super::*;
 pub fn execute(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Run(args) => run_experiment(*args)?,
+        Command::Fetch(args) => fetch_config(*args)?,
         Command::Merge(args) => merge_shards(args)?,
         Command::Compare(args) => return compare_runs(args),
         Command::Report(args) => report(args)?,
@@ -64,6 +65,9 @@ pub fn execute(cli: Cli) -> Result<ExitCode, String> {
 
 fn merge_shards(args: MergeArgs) -> Result<(), String> {
     let report = merge(&args.inputs, &args.out).map_err(line)?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
     print!("{}", summary_table(&report.rows));
     println!();
     print!("{}", pooled_vs_sd(&report.rows));

@@ -34,6 +34,9 @@ pub struct Cli {
 pub enum Command {
     /// Run an experiment: every cell of a config, one CSV row per cell.
     Run(Box<RunArgs>),
+    /// Download and verify every model and dataset file a config (with its
+    /// flags) reads from the Hugging Face hub, for a later offline run.
+    Fetch(Box<FetchArgs>),
     /// Join the cells.csv of shards (`run --shard i/N`) into one directory.
     Merge(MergeArgs),
     /// Compare two runs cell by cell: did anything change beyond noise?
@@ -192,7 +195,26 @@ pub struct RunArgs {
     /// Also write per-round records (JSON lines) to this file.
     #[arg(long)]
     pub rounds_jsonl: Option<PathBuf>,
+    /// Print the plan (cells, generations, memory per model pair and K,
+    /// what would be fetched) and stop: nothing is loaded or written.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Overrides of the config's fields.
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
+/// `specbench fetch`: a config and the same overrides `run` takes.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// Experiment config (TOML), as for `run`.
+    #[arg(conflicts_with = "config_flag")]
+    pub config: Option<PathBuf>,
+    /// The same, as a flag.
+    #[arg(long = "config", value_name = "CONFIG")]
+    pub config_flag: Option<PathBuf>,
+    /// Overrides of the config's fields (those that name models, revisions
+    /// and datasets decide what is fetched).
     #[command(flatten)]
     pub overrides: Overrides,
 }

@@ -1,21 +1,68 @@
 //! `specbench run`: the config with the flags' overrides, then the sweep and
 //! its summary.
 
-use crate::experiment::{Config, RunOptions};
+use std::path::PathBuf;
+
+use crate::experiment::{Config, Overrides, RunOptions};
 use crate::report::{pooled_vs_sd, summary_table};
 
-use super::RunArgs;
 use super::output::line;
+use super::{FetchArgs, RunArgs};
 
-pub fn run_experiment(args: RunArgs) -> Result<(), String> {
-    let (mut config, source) = match args.config.as_ref().or(args.config_flag.as_ref()) {
+/// The config a path names (default: experiments/default.toml or the
+/// embedded copy) with the flags' overrides, and where it came from.
+fn load_config(
+    config: Option<&PathBuf>,
+    overrides: &Overrides,
+) -> Result<(Config, String), String> {
+    let (mut config, source) = match config {
         Some(path) => (
             Config::from_file(path).map_err(line)?,
             path.display().to_string(),
         ),
         None => Config::default_experiment().map_err(line)?,
     };
-    args.overrides.apply(&mut config);
+    overrides.apply(&mut config);
+    Ok((config, source))
+}
+
+/// `specbench fetch`: downloads what the config needs, then prints the
+/// command that runs it offline (the same arguments after `run`).
+pub fn fetch_config(args: FetchArgs) -> Result<(), String> {
+    let (config, _) = load_config(
+        args.config.as_ref().or(args.config_flag.as_ref()),
+        &args.overrides,
+    )?;
+    for fetched in crate::experiment::fetch::fetch(&config).map_err(line)? {
+        println!("{fetched}");
+    }
+    let rest: Vec<String> = std::env::args()
+        .skip_while(|a| a != "fetch")
+        .skip(1)
+        .map(|a| shell_quote(&a))
+        .collect();
+    println!(
+        "everything is in the Hugging Face cache; run it offline (e.g. on a compute node) with:"
+    );
+    println!("  HF_HUB_OFFLINE=1 specbench run {}", rest.join(" "));
+    Ok(())
+}
+
+/// `a b` → `'a b'`: the printed command can be pasted back.
+fn shell_quote(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@+".contains(c);
+    if !arg.is_empty() && arg.chars().all(plain) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+pub fn run_experiment(args: RunArgs) -> Result<(), String> {
+    let (config, source) = load_config(
+        args.config.as_ref().or(args.config_flag.as_ref()),
+        &args.overrides,
+    )?;
     // Before anything runs: every pool takes this count from here on.
     crate::threads::configure(config.models.threads).map_err(line)?;
     let options = RunOptions {
@@ -26,6 +73,13 @@ pub fn run_experiment(args: RunArgs) -> Result<(), String> {
         shard: args.shard,
         rounds_jsonl: args.rounds_jsonl,
     };
+    if args.dry_run {
+        print!(
+            "{}",
+            crate::experiment::preview::preview(&options).map_err(line)?
+        );
+        return Ok(());
+    }
     let report = crate::experiment::run(&options).map_err(line)?;
     print!("{}", summary_table(&report.rows));
     println!();
@@ -49,5 +103,14 @@ pub fn run_experiment(args: RunArgs) -> Result<(), String> {
         report.resumed,
         report.out_dir.display()
     );
+    if !report.failed.is_empty() {
+        let ids: Vec<&str> = report.failed.iter().map(|f| f.cell_id.as_str()).collect();
+        return Err(format!(
+            "{} cells failed ({}); their errors are in {}: fix the cause and rerun with --resume to run only them",
+            ids.len(),
+            ids.join(", "),
+            report.out_dir.join("manifest.json").display()
+        ));
+    }
     Ok(())
 }

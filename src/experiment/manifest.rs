@@ -32,6 +32,17 @@ pub struct RunRecord {
     pub end: Option<String>,
     pub cells_run: usize,
     pub status: RunStatus,
+    /// Cells that failed in this invocation, with their errors: they are
+    /// not in `cells.csv`, so `--resume` runs them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_cells: Vec<FailedCell>,
+}
+
+/// A cell that stopped with an error (out of memory, a bad prompt, …).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedCell {
+    pub cell_id: String,
+    pub error: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +51,8 @@ pub enum RunStatus {
     /// Still going, or killed: a later `--resume` finishes it.
     Running,
     Complete,
+    /// Every cell was tried and some failed (`failed_cells`).
+    Failed,
 }
 
 fn now() -> String {
@@ -66,6 +79,7 @@ impl Manifest {
             end: None,
             cells_run: 0,
             status: RunStatus::Running,
+            failed_cells: Vec::new(),
         });
     }
 
@@ -76,11 +90,25 @@ impl Manifest {
         }
     }
 
-    /// Records this invocation as complete.
+    /// Records a cell of this invocation that failed.
+    pub fn cell_failed(&mut self, cell_id: &str, error: &str) {
+        if let Some(run) = self.runs.last_mut() {
+            run.failed_cells.push(FailedCell {
+                cell_id: cell_id.to_string(),
+                error: error.to_string(),
+            });
+        }
+    }
+
+    /// Records this invocation as complete, or failed if a cell failed.
     pub fn finish_run(&mut self) {
         if let Some(run) = self.runs.last_mut() {
             run.end = Some(now());
-            run.status = RunStatus::Complete;
+            run.status = if run.failed_cells.is_empty() {
+                RunStatus::Complete
+            } else {
+                RunStatus::Failed
+            };
         }
     }
 
@@ -104,6 +132,8 @@ pub fn describe(
     json!({
         "specbench_version": env!("CARGO_PKG_VERSION"),
         "git_revision": GIT_REVISION,
+        // Whether this binary was built with `--features cuda`.
+        "cuda_build": cfg!(feature = "cuda"),
         "config_source": options.config_source,
         "files": {
             "cells": super::output::CELLS_FILE,
@@ -118,6 +148,9 @@ pub fn describe(
         },
         "device": config.models.device,
         "cpu": cpu_name(),
+        // The GPU (or CPU) that ran it, so merge and compare can tell
+        // machines apart (`machine::describe`).
+        "machine": super::machine::describe(super::memory::resolved_device(config.models.device)),
         // What every CPU pool was set to (`crate::threads`), beside what the
         // machine offers.
         "threads": crate::threads::in_use(),

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::generations::{
     GENERATIONS_FILE, GenerationLine, GenerationsWriter, keep_cells, read_lines,
 };
+use super::machine::machines_of;
 use super::metrics::CellRow;
 use super::output::{
     CELLS_FILE, CellsWriter, MANIFEST_FILE, json_differences, read_rows, write_json_atomic,
@@ -21,6 +22,9 @@ pub struct MergeReport {
     pub rows: Vec<CellRow>,
     /// Cells found in more than one input with identical ids (kept once).
     pub duplicates: usize,
+    /// What the caller should print: inputs that ran on different machines
+    /// (their token rates are not one population).
+    pub warnings: Vec<String>,
 }
 
 /// A shard directory or a `cells.csv` path → the CSV path.
@@ -48,10 +52,23 @@ pub fn merge(inputs: &[PathBuf], out_dir: &Path) -> Result<MergeReport> {
         merged.add(input)?;
     }
     merged.write(out_dir)?;
+    let mut warnings = Vec::new();
+    let machines = merged.machines();
+    if machines.len() > 1 {
+        warnings.push(format!(
+            "the inputs ran on different devices ({}): block efficiency is comparable, token rates and speed-ups are not",
+            machines
+                .iter()
+                .map(|(machine, inputs)| format!("{machine}: {}", inputs.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
     Ok(MergeReport {
         out_dir: out_dir.to_path_buf(),
         rows: merged.rows,
         duplicates: merged.duplicates,
+        warnings,
     })
 }
 
@@ -125,6 +142,21 @@ impl Merged {
         Ok(manifest)
     }
 
+    /// Each machine the inputs name, with the inputs that ran on it.
+    fn machines(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for source in &self.sources {
+            let input = source["cells"].as_str().unwrap_or("?").to_string();
+            for machine in machines_of(&source["manifest"]) {
+                match out.iter_mut().find(|(m, _)| *m == machine) {
+                    Some((_, inputs)) => inputs.push(input.clone()),
+                    None => out.push((machine, vec![input.clone()])),
+                }
+            }
+        }
+        out
+    }
+
     fn write(&self, out_dir: &Path) -> Result<()> {
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
@@ -144,6 +176,7 @@ impl Merged {
                 "config": self.config.as_ref().map(|(_, c)| c),
                 "cells": self.rows.len(),
                 "duplicates_dropped": self.duplicates,
+                "machines": self.machines().into_iter().map(|(m, _)| m).collect::<Vec<_>>(),
                 "files": {
                     "cells": CELLS_FILE,
                     "generations": with_generations.then_some(GENERATIONS_FILE),

@@ -3,13 +3,17 @@
 
 pub mod cell;
 pub mod config;
+pub mod fetch;
 pub mod generations;
+pub mod machine;
 pub mod manifest;
+pub mod memory;
 pub mod merge;
 pub mod metrics;
 pub mod options;
 pub mod output;
 pub mod plan;
+pub mod preview;
 pub mod progress;
 pub mod prompts;
 pub mod quality_columns;

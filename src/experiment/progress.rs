@@ -66,6 +66,19 @@ impl Progress {
         }
     }
 
+    /// One line for a cell that failed: it counts as done for the bar.
+    pub fn cell_failed(&mut self, id: &str, error: &str) {
+        self.done += 1;
+        let line = format!("[{}/{}] {id} FAILED: {error}", self.done, self.total);
+        match &self.bars {
+            Some((multi, cells, _)) => {
+                let _ = multi.println(line);
+                cells.inc(1);
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
     pub fn finish(&self) {
         if let Some((_, cells, prompts)) = &self.bars {
             prompts.finish_and_clear();

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::cell::{CellKind, TempSet};
 use super::config::Config;
 use super::generations::{GenerationLine, GenerationsWriter};
-use super::manifest::{self, Manifest};
+use super::manifest::{self, FailedCell, Manifest};
 use super::metrics::{CellRow, RowContext};
 use super::options::RunOptions;
 use super::output::{CellsWriter, JsonlWriter};
@@ -36,7 +36,14 @@ pub struct RunReport {
     /// Cells found finished in `cells.csv` and not run again.
     pub resumed: usize,
     pub skipped: Vec<Skipped>,
+    /// Cells that failed, with their errors (recorded in the manifest;
+    /// `--resume` runs them again).
+    pub failed: Vec<FailedCell>,
 }
+
+/// Names a cell that must fail, to test that a failed cell does not stop
+/// the sweep (a hidden switch for the tests: `tests/it/failed_cells.rs`).
+pub const FAIL_CELL_VARIABLE: &str = "SPECBENCH_FAIL_CELL";
 
 pub fn run(options: &RunOptions) -> Result<RunReport> {
     let config = &options.config;
@@ -46,6 +53,13 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
         Some((i, n)) => plan.shard(i, n),
         None => plan.cells.clone(),
     };
+    // Before any download or load: will the largest cell fit the device?
+    if let Some(estimate) = super::memory::estimate(config, &cells)? {
+        if let Some(warning) = super::memory::precision_warning(config, &estimate) {
+            eprintln!("{warning}");
+        }
+        super::memory::check(config, &estimate)?;
+    }
     // Load everything before touching the output, so a config that cannot
     // run fails without leaving files behind.
     let mut models = load_pair(&config.models.pair_spec())?;
@@ -69,21 +83,45 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     let mut sweep = Sweep::open(&dir, options)?;
     let resumed = sweep.rows.len();
     let mut progress = Progress::new(todo.len());
+    let fail_cell = std::env::var(FAIL_CELL_VARIABLE).ok();
+    let mut failed = Vec::new();
     for cell in &todo {
         let prompts = (prompts.iter().find(|p| p.dataset == cell.dataset))
             .expect("prompts loaded for every planned dataset");
         progress.start_cell(&cell.id, prompts.tokens.len());
         let began = Instant::now();
-        let generations = run_cell(
-            cell,
-            config,
-            &mut models,
-            prompts,
-            sweep.rounds_out.as_mut(),
-            &progress,
-        )
-        .with_context(|| format!("cell {}", cell.id))?;
-        let row = sweep.record(cell, config, &models, prompts, &generations, began)?;
+        let generations = if fail_cell.as_deref() == Some(cell.id.as_str()) {
+            Err(anyhow::anyhow!("failure injected by {FAIL_CELL_VARIABLE}"))
+        } else {
+            run_cell(
+                cell,
+                config,
+                &mut models,
+                prompts,
+                sweep.rounds_out.as_mut(),
+                &progress,
+            )
+        };
+        // A cell that fails (out of memory, say) is recorded and the sweep
+        // goes on: one bad cell must not cost the rest of a long run. Its
+        // row is not written, so `--resume` runs it again.
+        let generations = match generations {
+            Ok(generations) => generations,
+            Err(error) => {
+                let error = format!("{error:#}");
+                progress.cell_failed(&cell.id, &error);
+                manifest.cell_failed(&cell.id, &error);
+                manifest.write(&dir.manifest_path())?;
+                failed.push(FailedCell {
+                    cell_id: cell.id.clone(),
+                    error,
+                });
+                continue;
+            }
+        };
+        let row = sweep
+            .record(cell, config, &models, prompts, &generations, began)
+            .with_context(|| format!("cell {}", cell.id))?;
         progress.cell_done(&row.progress_line());
         manifest.cell_finished();
     }
@@ -92,10 +130,11 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     manifest.write(&dir.manifest_path())?;
     Ok(RunReport {
         out_dir: dir.path,
-        ran: todo.len(),
+        ran: todo.len() - failed.len(),
         resumed,
         rows: sweep.rows,
         skipped: plan.skipped,
+        failed,
     })
 }
 

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use candle_core::{Device, Tensor};
 
 /// Positions added to a layer's buffers at a time when they fill up.
-const GROWTH: usize = 256;
+pub const GROWTH: usize = 256;
 
 /// A layer's keys and values: contiguous `[rows, kv_heads, capacity,
 /// head_dim]` buffers of which the first `len` positions are live. Appending

@@ -18,6 +18,7 @@ pub mod logits;
 pub mod opt;
 pub mod pair;
 pub mod random;
+pub mod shape;
 pub mod spec;
 pub mod synthetic;
 pub mod tokenize;

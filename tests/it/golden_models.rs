@@ -55,10 +55,22 @@ fn max_difference(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// Where the models run: `SPECBENCH_TEST_DEVICE` (`cpu` by default,
+/// `cuda` on a GPU: `scripts/gpu-check.sh` runs these tests there, so the
+/// cache's append, rollback and row selection are checked on the device).
+fn test_device() -> candle_core::Device {
+    let name = std::env::var("SPECBENCH_TEST_DEVICE").unwrap_or_else(|_| "cpu".into());
+    let choice: specbench::model::device::DeviceChoice = name.parse().unwrap();
+    choice.open().unwrap()
+}
+
 fn load(dir: &str) -> Box<dyn CausalLm> {
     load_checkpoint(
         fixtures().join(dir).to_str().unwrap(),
-        &LoadOptions::default(),
+        &LoadOptions {
+            device: test_device(),
+            ..LoadOptions::default()
+        },
     )
     .unwrap()
     .model
@@ -312,6 +324,7 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
         for (dtype, roundoff) in [("f16", 2f32.powi(-11)), ("bf16", 2f32.powi(-8))] {
             let options = LoadOptions {
                 dtype: dtype.parse::<Precision>().unwrap().dtype(),
+                device: test_device(),
                 ..LoadOptions::default()
             };
             let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)

@@ -427,3 +427,108 @@ fn a_split_is_read_at_the_commit_its_revision_names_now() {
     assert_eq!(offline, new);
     let _ = std::fs::remove_dir_all(&home);
 }
+
+#[test]
+fn fetch_downloads_what_a_config_needs_and_the_run_then_works_offline_without_the_hub() {
+    let hub = TestHub::start();
+    hub.commit(
+        "models/acme/tiny-opt-target",
+        "main",
+        folder_files(&common::tiny("tiny-opt-target")),
+    );
+    hub.commit(
+        "models/acme/tiny-opt-draft",
+        "main",
+        folder_files(&common::tiny("tiny-opt-draft")),
+    );
+    hub.commit(
+        DOLLY,
+        "refs/convert/parquet",
+        [(
+            "default/train/0000.parquet".to_string(),
+            dolly_parquet(0, 4),
+        )]
+        .into(),
+    );
+    let home = hf_home("fetch");
+    let config = home.join("hub-tiny.toml");
+    std::fs::write(
+        &config,
+        r#"name = "hub-tiny"
+[models]
+target = "acme/tiny-opt-target"
+draft = "acme/tiny-opt-draft"
+device = "cpu"
+dtype = "f32"
+[data]
+source = "hub"
+datasets = ["dolly"]
+prompts = 2
+max_prompt_tokens = 64
+[decode]
+draft_len = 3
+max_new_tokens = 6
+target_temp = 1.0
+top_p = 0.95
+[sweep]
+schemes = ["specinfer"]
+drafts = [2]
+draft_temps = [1.2]
+seeds = [1]
+"#,
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let out_dir = home.join("out");
+    // Offline before fetching: the cache is empty and the run says so.
+    let (ok, _, err) = run(
+        &["run", config, "--out", out_dir.to_str().unwrap()],
+        &hub,
+        &home,
+        &OFFLINE,
+    );
+    assert!(!ok && err.contains("HF_HUB_OFFLINE"), "{err}");
+    let (ok, stdout, err) = run(&["fetch", config, "--prompts", "2"], &hub, &home, &[]);
+    assert!(ok, "{err}");
+    for needle in [
+        "target acme/tiny-opt-target: commit",
+        "draft acme/tiny-opt-draft: commit",
+        "tokenizer",
+        "dataset dolly: databricks/databricks-dolly-15k@",
+        &format!("HF_HUB_OFFLINE=1 specbench run {config} --prompts 2"),
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+    assert!(hub.seen().iter().any(|s| s.path.starts_with("/cdn/")));
+    // The hub goes away: the run reads everything from the cache.
+    drop(hub);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_specbench"));
+    let out = command
+        .args([
+            "run",
+            config,
+            "--prompts",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .env("HF_HOME", &home)
+        .env("HF_HUB_OFFLINE", "1")
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = specbench::experiment::output::read_rows(&out_dir.join("cells.csv"), false).unwrap();
+    assert!(rows.len() >= 3, "SD, specinfer and target-only: {rows:?}");
+    let manifest = std::fs::read_to_string(out_dir.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("databricks/databricks-dolly-15k@"),
+        "{manifest}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -364,6 +364,7 @@ pub fn compare(base: &Results, new: &Results, options: &CompareOptions) -> Resul
     }
     let mut notes = Vec::new();
     check_configs(base, new, &mut notes)?;
+    check_machines(base, new, &mut notes);
     let pairs = common_cells(base, new)?;
     let reported = options.reported();
     let shown: Vec<(Metric, bool)> = (options.metrics.iter().map(|&m| (m, true)))
@@ -429,6 +430,28 @@ fn check_configs(base: &Results, new: &Results, notes: &mut Vec<String>) -> Resu
         );
     }
     Ok(())
+}
+
+/// Says when BASE and NEW ran on different machines: token rates and
+/// speed-ups then measure the machines as much as the change.
+fn check_machines(base: &Results, new: &Results, notes: &mut Vec<String>) {
+    let machines = |r: &Results| -> Vec<String> {
+        let mut out: Vec<String> = (r.sources.iter())
+            .filter_map(|s| s.manifest.as_ref())
+            .flat_map(crate::experiment::machine::machines_of)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    };
+    let (a, b) = (machines(base), machines(new));
+    if !a.is_empty() && !b.is_empty() && a != b {
+        notes.push(format!(
+            "BASE and NEW ran on different devices (BASE: {}; NEW: {}): block efficiency compares, token rates and speed-ups also measure the machines",
+            a.join(", "),
+            b.join(", ")
+        ));
+    }
 }
 
 /// The cells both sides ran, in BASE's order, as (BASE row, NEW row).

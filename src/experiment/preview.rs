@@ -1,0 +1,179 @@
+//! `specbench run --dry-run`: what a run would do, without doing it — its
+//! cells and generations, the memory each model pair and K needs against
+//! the device's, and the models and datasets it would fetch. Nothing is
+//! downloaded, loaded or written.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::memory::{self, gb};
+use super::options::RunOptions;
+use super::plan::Plan;
+use crate::data::{DataSource, Dataset};
+use crate::model::random;
+use crate::model::shape::cached_config;
+
+pub fn preview(options: &RunOptions) -> Result<String> {
+    let config = &options.config;
+    config.validate()?;
+    let plan = Plan::build(config)?;
+    let cells = match options.shard {
+        Some((i, n)) => plan.shard(i, n),
+        None => plan.cells.clone(),
+    };
+    let mut out = String::new();
+    let shard = match options.shard {
+        Some((i, n)) => format!(", shard {i}/{n}"),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "dry run of {} ({}{shard}): nothing is downloaded, loaded or written",
+        config.name, options.config_source
+    )?;
+    writeln!(
+        out,
+        "cells: {} in this run of {} planned ({} not run: scheme and drafts that do not apply)",
+        cells.len(),
+        plan.cells.len(),
+        plan.skipped.len()
+    )?;
+    let generations = cells.len() * config.data.prompts;
+    writeln!(
+        out,
+        "generations: up to {generations} ({} prompts per dataset in each cell), up to {} new tokens",
+        config.data.prompts,
+        generations * config.decode.max_new_tokens
+    )?;
+    let m = &config.models;
+    writeln!(
+        out,
+        "models ({}, {}):",
+        m.device,
+        m.dtype.unwrap_or_default()
+    )?;
+    for (role, name, revision) in [
+        ("target", &m.target, &m.target_revision),
+        ("draft", &m.draft, &m.draft_revision),
+    ] {
+        writeln!(
+            out,
+            "  {role}: {name}: {}",
+            model_fetch(name, revision.as_deref())
+        )?;
+    }
+    writeln!(out, "datasets:")?;
+    for &dataset in &config.data.datasets {
+        writeln!(
+            out,
+            "  {}: {}",
+            dataset.name(),
+            dataset_fetch(dataset, config.data.source, config.data.path.as_deref())
+        )?;
+    }
+    match memory::estimate(config, &cells)? {
+        None => writeln!(out, "memory: synthetic models, no weights or cache")?,
+        Some(estimate) => {
+            writeln!(
+                out,
+                "memory ({}, prompts of up to {} tokens, {} cached positions per row):",
+                estimate.dtype, estimate.prompt_tokens, estimate.positions
+            )?;
+            for line in &estimate.shapes {
+                writeln!(out, "  {line}")?;
+            }
+            for name in &estimate.unknown {
+                writeln!(
+                    out,
+                    "  {name}: size unknown until downloaded (`specbench fetch`), left out of the sums"
+                )?;
+            }
+            writeln!(
+                out,
+                "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
+                "K",
+                "target weights",
+                "target KV",
+                "draft weights",
+                "draft KV",
+                "transient",
+                "total"
+            )?;
+            for cell in &estimate.per_k {
+                writeln!(
+                    out,
+                    "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
+                    cell.k,
+                    gb(cell.target.weights),
+                    gb(cell.target.kv_cache),
+                    gb(cell.draft.weights),
+                    gb(cell.draft.kv_cache),
+                    gb(cell.transient),
+                    gb(cell.total)
+                )?;
+            }
+            if let Some(largest) = estimate.per_k.iter().find(|c| c.allowance > 0) {
+                writeln!(
+                    out,
+                    "  totals include {} for the CUDA context and cuBLAS",
+                    gb(largest.allowance)
+                )?;
+            }
+            writeln!(out, "device: {}", memory::describe_device(m.device))?;
+            if let Some(warning) = memory::precision_warning(config, &estimate) {
+                writeln!(out, "{warning}")?;
+            }
+            let largest = estimate.largest().map_or(0, |c| c.total);
+            match memory::check(config, &estimate) {
+                Ok(Some(device)) => writeln!(
+                    out,
+                    "memory check: passes: the largest cell needs {} of {} free",
+                    gb(largest),
+                    gb(device.free)
+                )?,
+                Ok(None) => writeln!(
+                    out,
+                    "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for a device)"
+                )?,
+                Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What fetching a model involves.
+fn model_fetch(name: &str, revision: Option<&str>) -> String {
+    if name == "synthetic" || random::is_random(name) {
+        return "built in, nothing to fetch".into();
+    }
+    if Path::new(name).is_dir() {
+        return "local folder, nothing to fetch".into();
+    }
+    let revision = revision.unwrap_or("main");
+    match cached_config(name, Some(revision)) {
+        Some(_) => format!(
+            "hub @{revision}, in the Hugging Face cache (a run checks every file against the hub)"
+        ),
+        None => {
+            format!("hub @{revision}, to download (`specbench fetch` does it ahead of the run)")
+        }
+    }
+}
+
+/// What fetching a dataset involves.
+fn dataset_fetch(dataset: Dataset, source: DataSource, path: Option<&str>) -> String {
+    match source {
+        DataSource::Embedded => "embedded in the binary, nothing to fetch".into(),
+        DataSource::Local => format!("local {}", path.unwrap_or("?")),
+        DataSource::Hub => {
+            let hub = dataset.hub();
+            format!(
+                "hub {}@{} {}/{} (`specbench fetch` downloads it)",
+                hub.repo, hub.revision, hub.config, hub.split
+            )
+        }
+    }
+}
