@@ -78,6 +78,11 @@ impl KvCache {
         self.rows
     }
 
+    /// Number of layers (one pair of buffers each).
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
+    }
+
     /// One empty row.
     pub fn reset(&mut self) {
         self.layers.iter_mut().for_each(|l| *l = None);
