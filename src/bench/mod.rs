@@ -4,6 +4,7 @@
 
 pub mod model;
 pub mod optimal;
+pub mod round;
 pub mod truncation;
 
 use std::fmt::Write as _;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use crate::bench::model::{ModelBenchOptions, bench_model, model_table};
 use crate::bench::optimal::{OptimalBenchOptions, bench_optimal, optimal_table};
+use crate::bench::round::{RoundBenchOptions, bench_round};
 use crate::bench::truncation::Truncation;
 use crate::bench::{BenchOptions, bench_select};
 use crate::data::{PromptSource, Selection, show_prompts};
@@ -52,6 +53,7 @@ pub fn execute(cli: Cli) -> Result<ExitCode, String> {
             BenchCommand::Select(args) => bench_schemes(args)?,
             BenchCommand::Model(args) => bench_models(args)?,
             BenchCommand::Optimal(args) => bench_optimal_sampler(args)?,
+            BenchCommand::Round(args) => bench_rounds(args)?,
         },
         Command::Data {
             command: DataCommand::Show(args),
@@ -228,6 +230,38 @@ fn bench_models(args: BenchModelArgs) -> Result<(), String> {
         eprint!("{}", model_table(&rows, &options));
     }
     print_result(&rows, args.json, || model_table(&rows, &options))
+}
+
+fn bench_rounds(args: BenchRoundArgs) -> Result<(), String> {
+    crate::threads::configure(args.threads).map_err(line)?;
+    let processing = crate::dist::Processing {
+        top_p: args.top_p,
+        ..Default::default()
+    };
+    processing.validate()?;
+    for &temperature in &args.draft_temps {
+        crate::dist::Processing {
+            temperature,
+            ..processing
+        }
+        .validate()?;
+    }
+    let options = RoundBenchOptions {
+        scheme: args.scheme,
+        drafts: args.drafts,
+        prompts: args.prompts,
+        draft_temperatures: args.draft_temps,
+        top_p: args.top_p,
+        draft_len: args.draft_len,
+        target_size: args.target_size,
+        draft_size: args.draft_size,
+        dtype: args.dtype.dtype(),
+        generations: args.generations,
+        max_new_tokens: args.tokens,
+        seed: args.seed,
+    };
+    let report = bench_round(&options).map_err(line)?;
+    print_result(&report, args.json, || report.to_table())
 }
 
 fn bench_optimal_sampler(args: BenchOptimalArgs) -> Result<(), String> {

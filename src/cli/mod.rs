@@ -357,6 +357,54 @@ pub enum BenchCommand {
     /// Forward time of OPT-shaped models with random weights: prompt
     /// processing, decode step, verification call.
     Model(BenchModelArgs),
+    /// Host work of one speculative round apart from the model calls: logit
+    /// processing, sampling, selection, KV row selection and rollback.
+    Round(BenchRoundArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRoundArgs {
+    /// The scheme that selects at every node.
+    #[arg(long, default_value = "specinfer")]
+    pub scheme: String,
+    /// Numbers of drafts K, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = at_least_one)]
+    pub drafts: Vec<usize>,
+    /// Prompt lengths in tokens, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "128,1915", value_parser = at_least_one)]
+    pub prompts: Vec<usize>,
+    /// Draft temperatures, comma-separated (the target runs at 1.0).
+    #[arg(long, value_delimiter = ',', default_value = "1.2,2.4")]
+    pub draft_temps: Vec<f64>,
+    /// Nucleus mass of both models.
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f64,
+    /// Draft length L.
+    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
+    pub draft_len: usize,
+    /// OPT size whose KV cache shape the target carries.
+    #[arg(long, default_value = "1.3b")]
+    pub target_size: String,
+    /// OPT size whose KV cache shape the draft carries.
+    #[arg(long, default_value = "125m")]
+    pub draft_size: String,
+    /// f32, f16 or bf16: the caches' dtype.
+    #[arg(long, default_value = "f16")]
+    pub dtype: Precision,
+    /// Generations per cell.
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
+    pub generations: usize,
+    /// New tokens per generation.
+    #[arg(long, default_value_t = 64, value_parser = at_least_one)]
+    pub tokens: usize,
+    /// CPU threads for every compute pool; default: all cores.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use anyhow::{Context, Result};
+use rayon::prelude::*;
 
 use super::round::{Descent, Session, draft_call};
 use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, drafts_of, process};
@@ -100,14 +101,29 @@ impl<'a> Walker<'a> {
         let t = tokens[0].len();
         let feed: Vec<&[u32]> = tokens.iter().map(|row| &row[t - 1..t]).collect();
         let step = draft_call(out, draft, &feed, |logits| {
+            // Same prefix, same processing: the same law, computed once.
+            let twins: Vec<Option<usize>> = (0..tokens.len())
+                .map(|r| {
+                    (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r])
+                })
+                .collect();
+            let mut fetched = Vec::new();
+            for (r, twin) in twins.iter().enumerate() {
+                if twin.is_none() {
+                    fetched.push((r, logits.at(r, 0)?));
+                }
+            }
+            // The rows' laws side by side; the draws stay in row order.
+            let mut laws = fetched
+                .par_iter()
+                .map(|&(r, row)| process(&drafts[r], row, "draft"))
+                .collect::<Result<Vec<Dist>>>()?
+                .into_iter();
             let mut step: Vec<(u32, Rc<Dist>)> = Vec::with_capacity(tokens.len());
-            for r in 0..tokens.len() {
-                // Same prefix, same processing: the same law, computed once.
-                let twin =
-                    (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r]);
+            for twin in twins {
                 let q = match twin {
                     Some(s) => step[s].1.clone(),
-                    None => Rc::new(process(&drafts[r], logits.at(r, 0)?, "draft")?),
+                    None => Rc::new(laws.next().expect("one law per row without a twin")),
                 };
                 step.push((q.sample(rng.uniform()), q));
             }
@@ -211,15 +227,26 @@ pub fn surviving_rows(valid: &[usize], token_of: impl Fn(usize) -> u32, y: u32) 
 /// The draft laws at the shared context, one per row, computed once per
 /// distinct processing.
 fn first_laws(logits: &[f32], processing: &[Processing]) -> Result<Vec<Rc<Dist>>> {
-    let mut laws: Vec<Rc<Dist>> = Vec::with_capacity(processing.len());
-    for (r, proc) in processing.iter().enumerate() {
-        let law = match processing[..r].iter().position(|earlier| earlier == proc) {
-            Some(s) => laws[s].clone(),
-            None => Rc::new(process(proc, logits, "draft")?),
-        };
-        laws.push(law);
-    }
-    Ok(laws)
+    let firsts: Vec<usize> = (0..processing.len())
+        .filter(|&r| !processing[..r].contains(&processing[r]))
+        .collect();
+    let distinct: Vec<Rc<Dist>> = firsts
+        .par_iter()
+        .map(|&r| process(&processing[r], logits, "draft"))
+        .collect::<Result<Vec<Dist>>>()?
+        .into_iter()
+        .map(Rc::new)
+        .collect();
+    Ok(processing
+        .iter()
+        .map(|proc| {
+            let i = firsts
+                .iter()
+                .position(|&r| processing[r] == *proc)
+                .expect("every processing has a first row");
+            distinct[i].clone()
+        })
+        .collect())
 }
 
 /// `P*` at a node, where it is cheap enough to compute inside a run: the

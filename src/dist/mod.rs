@@ -7,6 +7,7 @@
 use std::fmt;
 
 mod processing;
+mod weights;
 
 pub use processing::Processing;
 

@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use super::Dist;
+use super::weights;
 
 /// Logit processing applied to target and draft logits before any scheme
 /// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
@@ -53,12 +54,12 @@ impl Processing {
     /// Truncation works on the unnormalised weights `exp((l − max)/T)`: the
     /// kept tokens are renormalised once at the end, so a 50k vocabulary is
     /// divided through only when nothing is truncated.
-    pub fn apply<T: Copy + Into<f64>>(&self, logits: &[T]) -> Result<Dist, String> {
+    pub fn apply<T: Copy + Into<f64> + Sync>(&self, logits: &[T]) -> Result<Dist, String> {
         self.validate()?;
         if logits.is_empty() {
             return Err("no logits: the vocabulary is empty".into());
         }
-        let mut weights = exp_weights(logits, self.temperature)?;
+        let (mut weights, mut total) = exp_weights(logits, self.temperature)?;
         let mut kept: Option<Vec<u32>> = None;
         if let Some(k) = self.top_k
             && k < weights.len()
@@ -69,24 +70,27 @@ impl Processing {
                 only[id as usize] = weights[id as usize];
             }
             weights = only;
+            total = weights::chunked_sum(&weights);
             kept = Some(ids);
         }
         if self.top_p < 1.0 {
-            kept = Some(nucleus(&weights, self.top_p));
+            kept = Some(nucleus(&weights, self.top_p, total));
         }
         Ok(match kept {
             None => {
-                let sum: f64 = weights.iter().sum();
-                weights.iter_mut().for_each(|w| *w /= sum);
+                weights.iter_mut().for_each(|w| *w /= total);
                 Dist::from_trusted(weights)
             }
             Some(mut ids) => {
                 ids.sort_unstable();
                 ids.retain(|&id| weights[id as usize] > 0.0);
                 let sum: f64 = ids.iter().map(|&id| weights[id as usize]).sum();
-                let mut probs = vec![0.0; weights.len()];
-                for &id in &ids {
-                    probs[id as usize] = weights[id as usize] / sum;
+                // The weights' buffer becomes the law: zero, then the kept.
+                let mut probs = weights;
+                let kept_weights: Vec<f64> = ids.iter().map(|&id| probs[id as usize]).collect();
+                probs.fill(0.0);
+                for (&id, w) in ids.iter().zip(kept_weights) {
+                    probs[id as usize] = w / sum;
                 }
                 Dist::with_support(probs, ids)
             }
@@ -94,32 +98,33 @@ impl Processing {
     }
 }
 
-/// `exp((l − max) / temperature)` in f64 for every logit: the softmax before
-/// normalisation. `-inf` logits get weight 0.
-fn exp_weights<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
-    let mut max = f64::NEG_INFINITY;
-    for (i, &l) in logits.iter().enumerate() {
-        let l: f64 = l.into();
-        if l.is_nan() || l == f64::INFINITY {
-            return Err(format!(
-                "logit {i} is {l}: the model produced an invalid value"
-            ));
-        }
-        max = max.max(l);
-    }
+/// `exp((l − max) / temperature)` in f64 for every logit, and their total:
+/// the softmax before normalisation. `-inf` logits get weight 0.
+fn exp_weights<T: Copy + Into<f64> + Sync>(
+    logits: &[T],
+    temperature: f64,
+) -> Result<(Vec<f64>, f64), String> {
+    let max = weights::max_logit(logits).map_err(|i| {
+        let l: f64 = logits[i].into();
+        format!("logit {i} is {l}: the model produced an invalid value")
+    })?;
     if max == f64::NEG_INFINITY {
         return Err("every logit is -inf: no token can be sampled".into());
     }
-    Ok(logits
-        .iter()
-        .map(|&l| ((l.into() - max) / temperature).exp())
-        .collect())
+    Ok(weights::exp_weights(logits, max, temperature))
 }
 
 /// Softmax of `logits / temperature` in f64 (the reference for tests).
 #[cfg(test)]
 fn softmax<T: Copy + Into<f64>>(logits: &[T], temperature: f64) -> Result<Vec<f64>, String> {
-    let mut probs = exp_weights(logits, temperature)?;
+    let max = logits
+        .iter()
+        .map(|&l| l.into())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut probs: Vec<f64> = logits
+        .iter()
+        .map(|&l| ((l.into() - max) / temperature).exp())
+        .collect();
     let sum: f64 = probs.iter().sum();
     probs.iter_mut().for_each(|p| *p /= sum);
     Ok(probs)
@@ -146,51 +151,82 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 }
 
 /// The shortest prefix, in descending-probability order, whose mass reaches
-/// `top_p`, including the token that crosses it.
+/// `top_p · total`, including the token that crosses it.
 ///
 /// A full sort of 50k ids per distribution would dominate a run, so this
-/// buckets probabilities by their leading bits (exponent and 4 mantissa bits:
-/// the bucket order is the probability order), finds the bucket where the
-/// mass crosses `top_p`, and sorts only the tokens at or above it. Those
-/// tokens precede every other token in the full order, so the running sums
-/// over them are exactly those of a full sort; if rounding keeps that sum
-/// just short of the target, [`nucleus_by_sorting`] decides.
-fn nucleus(probs: &[f64], top_p: f64) -> Vec<u32> {
-    const BUCKETS: usize = (1.0f64.to_bits() >> 48) as usize + 1;
-    let bucket = |p: f64| (p.to_bits() >> 48) as usize;
-    let mut mass_in = vec![0.0f64; BUCKETS];
-    let mut total = 0.0;
-    for &p in probs {
-        if p > 0.0 {
-            mass_in[bucket(p)] += p;
-            total += p;
-        }
-    }
+/// buckets the weights by their leading bits (exponent and 2 mantissa bits:
+/// the bucket order is the weight order), sums each bucket, finds the bucket
+/// where the mass from the top crosses the target, and sorts only that
+/// bucket's tokens: every token of a higher bucket is kept, and the running
+/// sum goes on through the sorted crossing bucket from the mass above it.
+/// If rounding leaves that bucket just short of the target,
+/// [`nucleus_by_sorting`] decides.
+fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
+    use rayon::prelude::*;
     let target = top_p * total;
-    let mut cumulative = 0.0;
-    let mut lowest = 0;
-    for b in (0..BUCKETS).rev() {
-        cumulative += mass_in[b];
-        if cumulative >= target {
-            lowest = b;
+    let histograms: Vec<[f64; BUCKETS]> = weights
+        .par_chunks(weights::CHUNK)
+        .map(|chunk| {
+            let mut mass = [0.0f64; BUCKETS];
+            for &w in chunk {
+                mass[bucket(w)] += w;
+            }
+            mass
+        })
+        .collect();
+    let mut above = 0.0;
+    let mut crossing = BUCKETS - 1;
+    for b in 0..BUCKETS {
+        let mass: f64 = histograms.iter().map(|h| h[b]).sum();
+        if above + mass >= target {
+            crossing = b;
             break;
         }
+        above += mass;
     }
-    let mut candidates: Vec<(f64, u32)> = probs
-        .iter()
+    let candidates: Vec<(f64, u32)> = weights
+        .par_chunks(weights::CHUNK)
         .enumerate()
-        .filter(|&(_, &p)| p > 0.0 && bucket(p) >= lowest)
-        .map(|(i, &p)| (p, i as u32))
+        .flat_map_iter(|(c, chunk)| {
+            let first = (c * weights::CHUNK) as u32;
+            chunk
+                .iter()
+                .enumerate()
+                .filter(move |&(_, &w)| w > 0.0 && bucket(w) <= crossing)
+                .map(move |(i, &w)| (w, first + i as u32))
+        })
         .collect();
-    candidates.sort_unstable_by(descending);
-    let mut mass = 0.0;
-    for (n, &(p, _)) in candidates.iter().enumerate() {
-        mass += p;
+    let mut edge: Vec<(f64, u32)> = candidates
+        .iter()
+        .copied()
+        .filter(|&(w, _)| bucket(w) == crossing)
+        .collect();
+    edge.sort_unstable_by(descending);
+    let mut mass = above;
+    for &(w, id) in &edge {
+        mass += w;
         if mass >= target {
-            return candidates[..=n].iter().map(|&(_, id)| id).collect();
+            // Kept: every higher bucket, and the crossing bucket up to here.
+            return candidates
+                .into_iter()
+                .filter(|&(v, i)| bucket(v) < crossing || v > w || (v == w && i <= id))
+                .map(|(_, i)| i)
+                .collect();
         }
     }
-    nucleus_by_sorting(probs, target)
+    nucleus_by_sorting(weights, target)
+}
+
+/// Buckets of [`nucleus`]: 4 per octave from 1 down, the last one holding
+/// every weight below 2⁻⁶³ (and zeros, which add nothing).
+const BUCKETS: usize = 256;
+
+/// The bucket of a weight in [0, 1]: larger weights, smaller buckets.
+#[inline]
+fn bucket(w: f64) -> usize {
+    // 1.0 has exponent and top mantissa bits 4092 (= 0x3FF << 2).
+    let top = (w.to_bits() >> 50) as usize;
+    4095usize.saturating_sub(top).min(BUCKETS - 1)
 }
 
 /// Larger probability first, ties by smaller id. The values are positive

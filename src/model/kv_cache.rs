@@ -1,9 +1,17 @@
 //! The per-layer key/value cache of the decoders written here (OPT, Llama,
 //! Qwen2): `[rows, kv_heads, len, head_dim]` per layer, every row the same
 //! length. Speculative decoding needs what library caches lack: logits at
-//! every fed position (the models' business), rollback (`truncate`, a
-//! narrow on the sequence dimension) and row selection (`select_rows`, an
-//! index-select on the row dimension).
+//! every fed position (the models' business), rollback (`truncate`) and row
+//! selection (`select_rows`).
+//!
+//! A round turns one row into K (drafting, verification) and K back into
+//! the survivor. Copying whole buffers each way moves the entire cache
+//! twice a round (gigabytes for long prompts at K = 8), so the buffers keep
+//! their physical rows from round to round and the cache tracks how long a
+//! prefix every physical row shares (`common`): keeping one row is a view
+//! of it, and turning it back into K rows copies only the positions past
+//! that shared prefix (the tokens accepted since) into the other rows. Only
+//! a generation's first 1 → K copy moves the prompt.
 
 use anyhow::{Result, bail};
 use candle_core::{Device, Tensor};
@@ -11,10 +19,10 @@ use candle_core::{Device, Tensor};
 /// Positions added to a layer's buffers at a time when they fill up.
 pub const GROWTH: usize = 256;
 
-/// A layer's keys and values: contiguous `[rows, kv_heads, capacity,
-/// head_dim]` buffers of which the first `len` positions are live. Appending
-/// writes in place; the attention reads narrowed views, so a decode step
-/// copies only its own new positions, not the whole cache.
+/// A layer's keys and values: contiguous `[physical rows, kv_heads,
+/// capacity, head_dim]` buffers of which the first `len` positions are
+/// live. Appending writes in place; the attention reads narrowed views, so
+/// a decode step copies only its own new positions, not the whole cache.
 #[derive(Clone, Debug)]
 struct Buffers {
     k: Tensor,
@@ -26,26 +34,38 @@ impl Buffers {
         Ok(self.k.dim(2)?)
     }
 
-    /// Empty buffers shaped like `k` with room for `capacity` positions,
-    /// holding the first `keep` positions of `old` if given.
-    fn allocate(like: &Tensor, capacity: usize, old: Option<(&Buffers, usize)>) -> Result<Self> {
-        let (rows, heads, _, d) = like.dims4()?;
+    fn physical_rows(&self) -> Result<usize> {
+        Ok(self.k.dim(0)?)
+    }
+
+    /// Zeroed buffers of `rows` physical rows shaped like `like` (`[_,
+    /// heads, _, head_dim]`), with room for `capacity` positions.
+    fn zeros(like: &Tensor, rows: usize, capacity: usize) -> Result<Self> {
+        let (_, heads, _, d) = like.dims4()?;
         let zeros = || Tensor::zeros((rows, heads, capacity, d), like.dtype(), like.device());
-        let fresh = Self {
+        Ok(Self {
             k: zeros()?,
             v: zeros()?,
-        };
-        if let Some((old, keep)) = old
-            && keep > 0
-        {
-            fresh
-                .k
-                .slice_set(&old.k.narrow(2, 0, keep)?.contiguous()?, 2, 0)?;
-            fresh
-                .v
-                .slice_set(&old.v.narrow(2, 0, keep)?.contiguous()?, 2, 0)?;
+        })
+    }
+
+    /// Copies positions `[from, to)` of physical row `source` into `rows`.
+    fn copy_row(&self, source: usize, rows: &[usize], from: usize, to: usize) -> Result<()> {
+        if to <= from || rows.is_empty() {
+            return Ok(());
         }
-        Ok(fresh)
+        for buffer in [&self.k, &self.v] {
+            // slice_set refuses a source sharing the destination's storage:
+            // the new positions go through one small contiguous copy.
+            let part = buffer
+                .narrow(0, source, 1)?
+                .narrow(2, from, to - from)?
+                .contiguous()?;
+            for &row in rows {
+                buffer.narrow(0, row, 1)?.slice_set(&part, 2, from)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -53,7 +73,11 @@ impl Buffers {
 pub struct KvCache {
     layers: Vec<Option<Buffers>>,
     len: usize,
+    /// Logical rows: physical rows `start .. start + rows` of the buffers.
+    start: usize,
     rows: usize,
+    /// Every physical row holds the same first `common` positions.
+    common: usize,
 }
 
 impl KvCache {
@@ -61,7 +85,9 @@ impl KvCache {
         Self {
             layers: vec![None; layers],
             len: 0,
+            start: 0,
             rows: 1,
+            common: 0,
         }
     }
 
@@ -78,11 +104,18 @@ impl KvCache {
         self.rows
     }
 
+    /// Number of layers (one pair of buffers each).
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
+    }
+
     /// One empty row.
     pub fn reset(&mut self) {
         self.layers.iter_mut().for_each(|l| *l = None);
         self.len = 0;
+        self.start = 0;
         self.rows = 1;
+        self.common = 0;
     }
 
     /// Appends this call's keys and values (`[rows, kv_heads, width,
@@ -90,26 +123,45 @@ impl KvCache {
     /// both. Call [`KvCache::advance`] once per forward.
     pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> Result<(Tensor, Tensor)> {
         let (k, v) = (k.contiguous()?, v.contiguous()?);
-        let width = k.dim(2)?;
+        let (rows, width) = (k.dim(0)?, k.dim(2)?);
         let needed = self.len + width;
         let buffers = match self.layers[layer].take() {
             Some(b) if b.capacity()? >= needed => b,
-            old => {
+            Some(old) => {
+                // Every physical row moves: rows outside the logical ones
+                // still hold the shared prefix a later 1 → K copy relies on.
                 let capacity = needed.div_ceil(GROWTH) * GROWTH;
-                Buffers::allocate(&k, capacity, old.as_ref().map(|b| (b, self.len)))?
+                let fresh = Buffers::zeros(&k, old.physical_rows()?, capacity)?;
+                if self.len > 0 {
+                    for (new, old) in [(&fresh.k, &old.k), (&fresh.v, &old.v)] {
+                        new.slice_set(&old.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                    }
+                }
+                fresh
+            }
+            None => {
+                self.start = 0;
+                Buffers::zeros(&k, rows, needed.div_ceil(GROWTH) * GROWTH)?
             }
         };
-        buffers.k.slice_set(&k, 2, self.len)?;
-        buffers.v.slice_set(&v, 2, self.len)?;
+        if self.start + rows > buffers.physical_rows()? {
+            bail!(
+                "the cache holds {} rows but this call appends {rows}: call select_rows first",
+                self.rows
+            );
+        }
+        let (kb, vb) = (
+            buffers.k.narrow(0, self.start, rows)?,
+            buffers.v.narrow(0, self.start, rows)?,
+        );
+        kb.slice_set(&k, 2, self.len)?;
+        vb.slice_set(&v, 2, self.len)?;
         let views = if self.len == 0 {
             // A prefill: the new positions are the whole sequence, and
             // contiguous tensors make the faster products.
             (k, v)
         } else {
-            (
-                buffers.k.narrow(2, 0, needed)?,
-                buffers.v.narrow(2, 0, needed)?,
-            )
+            (kb.narrow(2, 0, needed)?, vb.narrow(2, 0, needed)?)
         };
         self.layers[layer] = Some(buffers);
         Ok(views)
@@ -129,20 +181,72 @@ impl KvCache {
         }
         if len == 0 {
             self.layers.iter_mut().for_each(|l| *l = None);
+            self.start = 0;
         }
         self.len = len;
+        self.common = self.common.min(len);
         Ok(())
     }
 
     /// Keeps, reorders or repeats rows (checked by the caller).
+    ///
+    /// One row, or a run of consecutive rows, is a view: nothing moves. K
+    /// copies of one row copy its positions past the shared prefix into
+    /// K − 1 other physical rows (the whole row only the first time, when
+    /// the buffers grow from one row). Any other pattern gathers the rows
+    /// into new buffers.
     pub fn select_rows(&mut self, rows: &[usize], device: &Device) -> Result<()> {
-        let index: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-        let index = Tensor::from_vec(index, rows.len(), device)?;
-        for layer in self.layers.iter_mut().flatten() {
-            layer.k = layer.k.index_select(&index, 0)?;
-            layer.v = layer.v.index_select(&index, 0)?;
+        let Some(first) = self.layers.iter().flatten().next() else {
+            // Nothing cached yet: the next append allocates the rows.
+            self.start = 0;
+            self.rows = rows.len();
+            return Ok(());
+        };
+        let physical = first.physical_rows()?;
+        let consecutive = rows.windows(2).all(|w| w[1] == w[0] + 1);
+        if consecutive {
+            self.start += rows[0];
+        } else if rows.iter().all(|&r| r == rows[0]) {
+            self.repeat(self.start + rows[0], rows.len(), physical)?;
+        } else {
+            let index: Vec<u32> = rows.iter().map(|&r| (self.start + r) as u32).collect();
+            let index = Tensor::from_vec(index, rows.len(), device)?;
+            for layer in self.layers.iter_mut().flatten() {
+                layer.k = layer.k.index_select(&index, 0)?;
+                layer.v = layer.v.index_select(&index, 0)?;
+            }
+            self.start = 0;
         }
         self.rows = rows.len();
+        Ok(())
+    }
+
+    /// Physical row `source` repeated into physical rows `0 .. count`.
+    /// Every physical row gets the copy, not only the first `count`, so
+    /// that all of them share the whole cache afterwards.
+    fn repeat(&mut self, source: usize, count: usize, physical: usize) -> Result<()> {
+        let others: Vec<usize> = (0..physical).filter(|&r| r != source).collect();
+        for layer in self.layers.iter_mut().flatten() {
+            if physical < count {
+                // More rows than the buffers hold: new buffers, the source
+                // row copied whole into each.
+                let fresh = Buffers::zeros(&layer.k, count, layer.capacity()?)?;
+                if self.len > 0 {
+                    for (new, old) in [(&fresh.k, &layer.k), (&fresh.v, &layer.v)] {
+                        let row = old.narrow(0, source, 1)?.narrow(2, 0, self.len)?;
+                        let row = row.contiguous()?;
+                        for r in 0..count {
+                            new.narrow(0, r, 1)?.slice_set(&row, 2, 0)?;
+                        }
+                    }
+                }
+                *layer = fresh;
+            } else {
+                layer.copy_row(source, &others, self.common, self.len)?;
+            }
+        }
+        self.start = 0;
+        self.common = self.len;
         Ok(())
     }
 }
@@ -190,5 +294,90 @@ mod tests {
         cache.truncate(0).unwrap();
         let (k, _) = cache.append(0, c.clone(), c.clone()).unwrap();
         same(&k, &c);
+    }
+
+    /// The cache against a plain per-row list of positions through a
+    /// seeded mix of appends (growing past the buffers), rollbacks, views
+    /// of one row, 1 → K copies, runs of rows and gathers.
+    #[test]
+    fn every_row_selection_matches_a_plain_reference() {
+        const WIDE: usize = 2 * 3; // kv_heads × head_dim of `ramp`
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as usize) % n
+        };
+        let mut cache = KvCache::new(2);
+        // rows × positions × WIDE values.
+        let mut reference: Vec<Vec<[f32; WIDE]>> = vec![Vec::new()];
+        let mut stamp = 0.0f32;
+        for step in 0..400 {
+            let rows = reference.len();
+            match next(6) {
+                0 | 1 => {
+                    let widest = if next(4) == 0 { 40 } else { 3 };
+                    let width = 1 + next(widest);
+                    let kv = ramp(rows, width, stamp);
+                    stamp += (rows * width * WIDE) as f32;
+                    let values: Vec<f32> = kv.flatten_all().unwrap().to_vec1().unwrap();
+                    for (r, row) in reference.iter_mut().enumerate() {
+                        for p in 0..width {
+                            let mut position = [0.0; WIDE];
+                            for (i, slot) in position.iter_mut().enumerate() {
+                                let (head, d) = (i / 3, i % 3);
+                                *slot = values[((r * 2 + head) * width + p) * 3 + d];
+                            }
+                            row.push(position);
+                        }
+                    }
+                    for layer in 0..2 {
+                        let (k, v) = cache.append(layer, kv.clone(), kv.clone()).unwrap();
+                        let len = reference[0].len();
+                        let want: Vec<f32> = (0..rows)
+                            .flat_map(|r| {
+                                let row = &reference[r];
+                                (0..2).flat_map(move |head| {
+                                    (0..len).flat_map(move |p| {
+                                        (0..3).map(move |d| row[p][head * 3 + d])
+                                    })
+                                })
+                            })
+                            .collect();
+                        let want = Tensor::from_vec(want, (rows, 2, len, 3), &Device::Cpu).unwrap();
+                        same(&k, &want);
+                        same(&v, &want);
+                    }
+                    cache.advance(rows, width);
+                }
+                2 => {
+                    let len = next(reference[0].len() + 1);
+                    cache.truncate(len).unwrap();
+                    reference.iter_mut().for_each(|row| row.truncate(len));
+                }
+                choice => {
+                    let pick: Vec<usize> = match choice {
+                        3 => vec![next(rows)],
+                        4 => {
+                            let row = next(rows);
+                            vec![row; 1 + next(8)]
+                        }
+                        _ if next(2) == 0 => {
+                            let first = next(rows);
+                            (first..first + 1 + next(rows - first)).collect()
+                        }
+                        _ => (0..1 + next(6)).map(|_| next(rows)).collect(),
+                    };
+                    cache.select_rows(&pick, &Device::Cpu).unwrap();
+                    reference = pick.iter().map(|&r| reference[r].clone()).collect();
+                }
+            }
+            assert_eq!(
+                (cache.len(), cache.rows()),
+                (reference[0].len(), reference.len()),
+                "step {step}"
+            );
+        }
     }
 }

@@ -1,0 +1,369 @@
+//! `specbench bench round`: the host work of one speculative round, apart
+//! from the model calls — logit processing (temperature, softmax, top-p),
+//! sampling, the scheme's selection, the walk's bookkeeping and the KV
+//! cache's row selection and rollback.
+//!
+//! The rounds are the real decoder's ([`crate::decode::generate`]) on the
+//! synthetic family (V = 50272), each model wrapped in [`KvLm`]: beside its
+//! token history it carries a real [`KvCache`] shaped like an OPT model in
+//! the chosen dtype, so `select_rows` and `truncate` move the bytes a
+//! loaded model's cache would. Every `forward` (logits and the cache
+//! append, the model's own work) is timed and taken out; so is the one
+//! copy of the prompt's cache into K rows at a generation's first round,
+//! reported apart, since a generation pays it once and not per round.
+//! What remains, divided by the rounds, is the host work per round.
+//!
+//! Not counted: fetching logit rows from a device (the synthetic models
+//! return host f32 rows), which a GPU run adds per row read.
+
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use candle_core::{DType, Device, Tensor};
+
+use crate::bench::median;
+use crate::decode::{DecodeConfig, generate};
+use crate::dist::Processing;
+use crate::model::kv_cache::KvCache;
+use crate::model::opt::opt_shape;
+use crate::model::synthetic::Role;
+use crate::model::{
+    CausalLm, HistoryLm, Logits, ModelInfo, Positions, SyntheticConfig, SyntheticLm,
+};
+use crate::rng::SpecRng;
+use crate::select::registry;
+
+#[derive(Clone, Debug)]
+pub struct RoundBenchOptions {
+    /// The scheme that selects (one spec, as `--schemes` takes it).
+    pub scheme: String,
+    pub drafts: Vec<usize>,
+    /// Prompt lengths, tokens.
+    pub prompts: Vec<usize>,
+    pub draft_temperatures: Vec<f64>,
+    pub top_p: f64,
+    pub draft_len: usize,
+    /// OPT sizes whose KV cache shape the target and the draft carry.
+    pub target_size: String,
+    pub draft_size: String,
+    pub dtype: DType,
+    /// Generations per cell, and new tokens each.
+    pub generations: usize,
+    pub max_new_tokens: usize,
+    pub seed: u64,
+}
+
+/// One (K, prompt, draft T) cell; times in milliseconds.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RoundBenchRow {
+    pub k: usize,
+    pub prompt: usize,
+    pub draft_temperature: f64,
+    pub rounds: usize,
+    /// Mean tokens a round emitted.
+    pub tokens_per_round: f64,
+    /// Host work per round: everything but the model calls and the
+    /// first round's copy of the prompt's cache.
+    pub host_ms: f64,
+    /// Of which the scheme's `prepare` + `select`.
+    pub selection_ms: f64,
+    /// Of which the KV cache's `select_rows` and `truncate` (both models).
+    pub kv_ms: f64,
+    /// The prompt's cache copied into K rows, once per generation.
+    pub broadcast_ms: f64,
+    /// The model calls per round, for scale (synthetic logits and the
+    /// cache appends; not a real model's time).
+    pub model_ms: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RoundBenchReport {
+    pub scheme: String,
+    pub target_size: String,
+    pub draft_size: String,
+    pub dtype: String,
+    pub draft_len: usize,
+    pub top_p: f64,
+    pub threads: usize,
+    pub rows: Vec<RoundBenchRow>,
+}
+
+/// Where a [`KvLm`]'s time went.
+#[derive(Debug, Default)]
+struct Meter {
+    model: Cell<Duration>,
+    kv: Cell<Duration>,
+    broadcast: Cell<Duration>,
+}
+
+impl Meter {
+    fn add(cell: &Cell<Duration>, since: Instant) {
+        cell.set(cell.get() + since.elapsed());
+    }
+
+    fn take(&self) -> (Duration, Duration, Duration) {
+        (self.model.take(), self.kv.take(), self.broadcast.take())
+    }
+}
+
+/// A synthetic model with a real KV cache beside its token history: the
+/// logits come from the history, the cache only carries the bytes.
+struct KvLm {
+    inner: HistoryLm<SyntheticLm>,
+    cache: KvCache,
+    heads: usize,
+    head_dim: usize,
+    dtype: DType,
+    meter: Rc<Meter>,
+    /// The cache was reset and has not yet been copied into several rows.
+    fresh: bool,
+}
+
+impl KvLm {
+    fn new(model: SyntheticLm, size: &str, dtype: DType, meter: Rc<Meter>) -> Result<Self> {
+        let shape = opt_shape(size)?;
+        let heads = shape.num_attention_heads;
+        Ok(Self {
+            inner: HistoryLm::new(model),
+            cache: KvCache::new(shape.num_hidden_layers),
+            heads,
+            head_dim: shape.hidden_size / heads,
+            dtype,
+            meter,
+            fresh: true,
+        })
+    }
+
+    fn layers(&self) -> usize {
+        self.cache.layer_count()
+    }
+}
+
+impl CausalLm for KvLm {
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+
+    fn eos_token(&self) -> Option<u32> {
+        self.inner.eos_token()
+    }
+
+    fn reset(&mut self) {
+        self.inner.reset();
+        self.cache.reset();
+        self.fresh = true;
+    }
+
+    fn rows(&self) -> usize {
+        self.inner.rows()
+    }
+
+    fn cached_len(&self) -> usize {
+        self.inner.cached_len()
+    }
+
+    fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
+        let start = Instant::now();
+        let logits = self.inner.forward(tokens, positions)?;
+        let (rows, width) = (tokens.len(), tokens[0].len());
+        let kv = Tensor::zeros(
+            (rows, self.heads, width, self.head_dim),
+            self.dtype,
+            &Device::Cpu,
+        )?;
+        for layer in 0..self.layers() {
+            self.cache.append(layer, kv.clone(), kv.clone())?;
+        }
+        self.cache.advance(rows, width);
+        Meter::add(&self.meter.model, start);
+        Ok(logits)
+    }
+
+    fn truncate(&mut self, len: usize) -> Result<()> {
+        let start = Instant::now();
+        self.inner.truncate(len)?;
+        self.cache.truncate(len)?;
+        Meter::add(&self.meter.kv, start);
+        Ok(())
+    }
+
+    fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
+        let start = Instant::now();
+        self.inner.select_rows(rows)?;
+        self.cache.select_rows(rows, &Device::Cpu)?;
+        if self.fresh && rows.len() > 1 {
+            self.fresh = false;
+            Meter::add(&self.meter.broadcast, start);
+        } else {
+            Meter::add(&self.meter.kv, start);
+        }
+        Ok(())
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.inner.info()
+    }
+}
+
+/// Times every (K, prompt, draft T) cell.
+pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
+    let scheme = registry::build(&options.scheme).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if options.generations == 0 || options.max_new_tokens == 0 {
+        bail!("a round bench needs at least one generation of at least one token");
+    }
+    let config = SyntheticConfig::default();
+    let meter = Rc::new(Meter::default());
+    let mut target = KvLm::new(
+        SyntheticLm::new(config.clone(), Role::Target)?,
+        &options.target_size,
+        options.dtype,
+        meter.clone(),
+    )?;
+    let mut draft = KvLm::new(
+        SyntheticLm::new(config.clone(), Role::Draft)?,
+        &options.draft_size,
+        options.dtype,
+        meter.clone(),
+    )?;
+    let mut rows = Vec::new();
+    for &prompt_len in &options.prompts {
+        for &k in &options.drafts {
+            for &temperature in &options.draft_temperatures {
+                let decode = DecodeConfig {
+                    draft_len: options.draft_len,
+                    max_new_tokens: options.max_new_tokens,
+                    target: Processing {
+                        top_p: options.top_p,
+                        ..Processing::default()
+                    },
+                    drafts: vec![
+                        Processing {
+                            temperature,
+                            top_k: None,
+                            top_p: options.top_p,
+                        };
+                        k
+                    ],
+                    log_nodes: false,
+                    rank_calibration: Default::default(),
+                };
+                let mut totals = Totals::default();
+                for g in 0..options.generations {
+                    let mut rng = SpecRng::derive(options.seed, &[k as u64, g as u64]);
+                    // Tokens past the synthetic EOS so that it is not hit at once.
+                    let prompt: Vec<u32> = (0..prompt_len)
+                        .map(|_| 3 + (rng.next_u64() % (config.vocab as u64 - 3)) as u32)
+                        .collect();
+                    meter.take();
+                    let generation = generate(
+                        &mut target,
+                        &mut draft,
+                        &prompt,
+                        scheme.as_ref(),
+                        &decode,
+                        &mut rng,
+                    )?;
+                    let (model, kv, broadcast) = meter.take();
+                    totals.rounds += generation.rounds.len();
+                    totals.tokens += generation.rounds.iter().map(|r| r.emitted).sum::<usize>();
+                    totals.generation += generation.seconds;
+                    totals.selection += generation.selection_seconds;
+                    totals.model += model.as_secs_f64();
+                    totals.kv += kv.as_secs_f64();
+                    totals.broadcast.push(broadcast.as_secs_f64() * 1e3);
+                }
+                let per_round = |s: f64| s * 1e3 / totals.rounds as f64;
+                let broadcast_total: f64 = totals.broadcast.iter().sum::<f64>() / 1e3;
+                rows.push(RoundBenchRow {
+                    k,
+                    prompt: prompt_len,
+                    draft_temperature: temperature,
+                    rounds: totals.rounds,
+                    tokens_per_round: totals.tokens as f64 / totals.rounds as f64,
+                    host_ms: per_round(totals.generation - totals.model - broadcast_total),
+                    selection_ms: per_round(totals.selection),
+                    kv_ms: per_round(totals.kv),
+                    broadcast_ms: median(&mut totals.broadcast),
+                    model_ms: per_round(totals.model),
+                });
+            }
+        }
+    }
+    Ok(RoundBenchReport {
+        scheme: scheme.label(),
+        target_size: options.target_size.clone(),
+        draft_size: options.draft_size.clone(),
+        dtype: crate::model::device::dtype_name(options.dtype).into(),
+        draft_len: options.draft_len,
+        top_p: options.top_p,
+        threads: crate::threads::in_use(),
+        rows,
+    })
+}
+
+/// A cell's sums over its generations, seconds.
+#[derive(Default)]
+struct Totals {
+    rounds: usize,
+    tokens: usize,
+    generation: f64,
+    selection: f64,
+    model: f64,
+    kv: f64,
+    broadcast: Vec<f64>,
+}
+
+impl RoundBenchReport {
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "host work per round, ms ({}, L = {}, target T = 1, top-p {}, V = 50272; KV caches of OPT-{} (target) and OPT-{} (draft) in {}; {} threads)",
+            self.scheme,
+            self.draft_len,
+            self.top_p,
+            self.target_size,
+            self.draft_size,
+            self.dtype,
+            self.threads
+        );
+        let _ = writeln!(
+            out,
+            "host = everything but the model calls and the first round's prompt copy (broadcast, once per generation)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>3} {:>7} {:>8} {:>7} {:>10} {:>9} {:>12} {:>9} {:>14} {:>10}",
+            "K",
+            "prompt",
+            "draft T",
+            "rounds",
+            "tok/round",
+            "host ms",
+            "selection ms",
+            "kv ms",
+            "broadcast ms",
+            "model ms"
+        );
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "{:>3} {:>7} {:>8} {:>7} {:>10.2} {:>9.3} {:>12.3} {:>9.3} {:>14.2} {:>10.3}",
+                r.k,
+                r.prompt,
+                r.draft_temperature,
+                r.rounds,
+                r.tokens_per_round,
+                r.host_ms,
+                r.selection_ms,
+                r.kv_ms,
+                r.broadcast_ms,
+                r.model_ms
+            );
+        }
+        out
+    }
+}
