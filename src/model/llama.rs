@@ -77,6 +77,11 @@ pub struct LlamaConfig {
     pub eos_token_id: Option<serde_json::Value>,
     #[serde(default)]
     pub bos_token_id: Option<u32>,
+    /// Divisors of the rotary frequencies, one per frequency: how a GGUF
+    /// file stores Llama 3's scaling (`rope_freqs.weight`). Replaces
+    /// `rope_scaling` when present.
+    #[serde(skip)]
+    pub rope_factors: Option<Vec<f64>>,
 }
 
 fn default_eps() -> f64 {
@@ -157,6 +162,9 @@ impl LlamaConfig {
         let base: Vec<f64> = (0..d / 2)
             .map(|i| 1.0 / self.theta().powf(2.0 * i as f64 / d as f64))
             .collect();
+        if let Some(factors) = &self.rope_factors {
+            return base.iter().zip(factors).map(|(f, by)| f / by).collect();
+        }
         let Some(s) = self
             .scaling()
             .filter(|s| s.rope_type.as_deref() == Some("llama3"))

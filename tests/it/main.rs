@@ -15,6 +15,7 @@ mod data_local;
 mod data_parquet;
 mod exactness;
 mod global_resolution;
+mod gguf_tiny;
 mod golden_models;
 mod hub_download;
 mod hub_errors;

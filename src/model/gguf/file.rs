@@ -28,9 +28,12 @@ impl GgufFile {
         let length = file.metadata()?.len();
         let mut reader = BufReader::new(file);
         let content = Content::read(&mut reader).map_err(|e| {
+            // candle's message may carry a backtrace after its first line.
+            let e = e.to_string();
             anyhow!(
-                "{} is not a complete GGUF file ({e}): download it again (scripts/fetch-smollm2.sh checks its sha256)",
-                path.display()
+                "{} is not a complete GGUF file ({}): download it again (scripts/fetch-smollm2.sh checks its sha256)",
+                path.display(),
+                e.lines().next().unwrap_or_default()
             )
         })?;
         // The data section must hold every tensor: a cut download reads

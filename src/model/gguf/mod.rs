@@ -110,12 +110,6 @@ pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
             file.path.display()
         );
     }
-    if file.has("rope_freqs.weight") {
-        bail!(
-            "{}: per-frequency rope factors (rope_freqs.weight, Llama 3.1+ scaling) are not supported yet: use the safetensors checkpoint",
-            file.path.display()
-        );
-    }
     let embedding = file
         .content
         .tensor_infos
@@ -137,7 +131,25 @@ pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
         "eos_token_id": file.whole_opt("tokenizer.ggml.eos_token_id")?,
         "bos_token_id": file.whole_opt("tokenizer.ggml.bos_token_id")?,
     });
-    Ok((serde_json::from_value(config)?, arch))
+    let mut config: LlamaConfig = serde_json::from_value(config)?;
+    // Llama 3's frequency scaling, as llama.cpp's converter stores it.
+    if file.has("rope_freqs.weight") {
+        let factors: Vec<f32> = file
+            .tensor("rope_freqs.weight")?
+            .dequantize(&candle_core::Device::Cpu)?
+            .flatten_all()?
+            .to_vec1()?;
+        if factors.len() != head_dim / 2 {
+            bail!(
+                "{}: rope_freqs.weight has {} factors, expected head_dim / 2 = {}",
+                file.path.display(),
+                factors.len(),
+                head_dim / 2
+            );
+        }
+        config.rope_factors = Some(factors.into_iter().map(f64::from).collect());
+    }
+    Ok((config, arch))
 }
 
 /// Loads a GGUF model (see the module docs).

@@ -32,7 +32,8 @@ pub struct GgufWeights<'a> {
     pub device: Device,
     pub dtype: DType,
     pub matmul: Matmul,
-    /// Re-quantize every block matrix (not the embedding/head) to this.
+    /// Re-quantize every linear layer of the blocks (not the embedding,
+    /// head or norms) to this.
     pub requant: Option<Quant>,
     /// `(heads, kv_heads)` when Q/K rows are stored in llama.cpp's
     /// interleaved-rope order (llama); `None` where they are not (qwen2)
@@ -162,7 +163,7 @@ impl LlamaWeights for GgufWeights<'_> {
             None
         };
         let requantized = match self.requant {
-            Some(quant) if !is_float(stored.dtype()) => {
+            Some(quant) => {
                 Some(requantize(&stored.dequantize(&Device::Cpu)?, quant)?)
             }
             _ => None,
