@@ -16,6 +16,7 @@ mod data_parquet;
 mod exactness;
 mod global_resolution;
 mod gguf_tiny;
+mod gguf_smollm2;
 mod golden_models;
 mod hub_download;
 mod hub_errors;
