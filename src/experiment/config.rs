@@ -196,6 +196,14 @@ impl Config {
                 self.name
             );
         }
+        if let Some(quant) = self.models.draft_quant
+            && !crate::model::gguf::is_gguf(&self.models.draft)
+        {
+            bail!(
+                "models.draft_quant = \"{quant}\" re-quantizes a GGUF draft, and '{}' is not a .gguf file: drop draft_quant or name a .gguf draft",
+                self.models.draft
+            );
+        }
         if self.data.datasets.is_empty() {
             bail!("data.datasets is empty: list at least one of xsum, dolly, wmt18");
         }

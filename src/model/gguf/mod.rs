@@ -3,8 +3,10 @@
 //! decoder as a safetensors Llama, `super::llama`), and the tokenizer the
 //! file embeds ([`tokenizer`]) or a `tokenizer.json` beside it.
 //!
-//! A model name ending in `.gguf` is a local file, or `org/repo:file.gguf`
-//! on the Hugging Face hub (downloaded and pinned like any checkpoint).
+//! A model name ending in `.gguf` is a local file, `cache:FILE.gguf` in
+//! specbench's cache folder (where `scripts/fetch-smollm2.sh` puts
+//! SmolLM2), or `org/repo:file.gguf` on the Hugging Face hub (downloaded
+//! and pinned like any checkpoint).
 
 pub mod file;
 pub mod quant;
@@ -55,9 +57,32 @@ pub fn is_gguf(name: &str) -> bool {
     name.to_ascii_lowercase().ends_with(".gguf")
 }
 
+/// specbench's cache folder, as `scripts/fetch-smollm2.sh` picks it:
+/// `$SPECBENCH_CACHE`, else `$XDG_CACHE_HOME/specbench`, else
+/// `~/.cache/specbench`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("SPECBENCH_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|c| c.join("specbench")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("specbench")))
+}
+
 /// The local path of a GGUF model name (downloading a hub file), the
 /// `tokenizer.json` beside it if any, and what pins it.
 fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<PathBuf>, String)> {
+    if let Some(file) = name.strip_prefix("cache:") {
+        let dir = cache_dir().ok_or_else(|| {
+            anyhow::anyhow!("model '{name}': neither SPECBENCH_CACHE nor HOME is set: set SPECBENCH_CACHE")
+        })?;
+        let path = dir.join(file);
+        if !path.is_file() {
+            bail!(
+                "model '{name}': {} is not in specbench's cache: run scripts/fetch-smollm2.sh (SmolLM2) or put the file there",
+                path.display()
+            );
+        }
+        return resolve(path.to_str().unwrap_or_default(), revision);
+    }
     let path = Path::new(name);
     if path.is_file() {
         let beside = path.with_file_name("tokenizer.json");

@@ -35,17 +35,7 @@ pub fn tiny(name: &str) -> PathBuf {
 pub fn smollm2() -> Option<PathBuf> {
     let path = match std::env::var_os("SPECBENCH_SMOLLM2") {
         Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("SPECBENCH_CACHE")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("specbench"))
-                })
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/specbench"))
-                })?;
-            cache.join("SmolLM2-135M-Instruct.Q4_1.gguf")
-        }
+        None => specbench::model::gguf::cache_dir()?.join("SmolLM2-135M-Instruct.Q4_1.gguf"),
     };
     if path.is_file() {
         return Some(path);
