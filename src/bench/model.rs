@@ -400,7 +400,11 @@ pub fn model_table(rows: &[ModelBenchRow], options: &ModelBenchOptions) -> Strin
     let _ = writeln!(
         out,
         "{:>11} {:>7} {:>5} {:>7} {:>11} {:>11} {:>9} {:>7} {:>11} {:>9}",
-        if options.model.is_some() { "weights" } else { "size" },
+        if options.model.is_some() {
+            "weights"
+        } else {
+            "size"
+        },
         "params",
         "batch",
         "prompt",

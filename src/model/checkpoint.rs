@@ -10,9 +10,9 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use super::device::{device_name, dtype_name};
+use super::gguf::{GgufOptions, is_gguf, load_gguf};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
-use super::gguf::{GgufOptions, is_gguf, load_gguf};
 use super::llama::{Llama, LlamaConfig};
 use super::opt::{Opt, OptConfig};
 use super::{CausalLm, ModelInfo};

@@ -99,7 +99,10 @@ fn logits_and_perplexity_match_transformers_and_skipping_the_qk_reordering_is_ca
     );
     assert!(worst <= TOLERANCE, "max |Δ| {worst}");
     // NLL = log-sum-exp − one logit: two compared quantities.
-    assert!((nll - reference).abs() <= 2.0 * TOLERANCE, "{nll} vs {reference}");
+    assert!(
+        (nll - reference).abs() <= 2.0 * TOLERANCE,
+        "{nll} vs {reference}"
+    );
 
     // Q/K rows left in llama.cpp's order: the model still runs and still
     // writes plausible text, but attention pairs the wrong dimensions.
@@ -130,8 +133,16 @@ fn the_embedded_tokenizer_gives_the_ids_of_transformers_gguf_conversion_on_real_
         assert_eq!(tokenizer.decode(&got).unwrap(), text);
         tokens += got.len();
     }
-    eprintln!("{} texts, {tokens} tokens: ids equal to {}", texts.len(), g["tokenizer"]);
-    assert_eq!(loaded.model.eos_token(), Some(2), "<|im_end|>, from the metadata");
+    eprintln!(
+        "{} texts, {tokens} tokens: ids equal to {}",
+        texts.len(),
+        g["tokenizer"]
+    );
+    assert_eq!(
+        loaded.model.eos_token(),
+        Some(2),
+        "<|im_end|>, from the metadata"
+    );
 }
 
 /// Next-token laws (softmax at temperature 1) at every position of the
@@ -200,7 +211,11 @@ fn inspect_logits_names_paris_after_the_capital_of_france() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first = stdout
         .lines()
         .find(|l| l.trim_start().starts_with(char::is_numeric))

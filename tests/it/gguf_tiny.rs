@@ -83,21 +83,38 @@ fn tiny_vocabulary() -> (Vec<String>, Vec<String>) {
 /// `edit` changes the metadata before writing.
 fn write_llama_tiny(path: &Path, dtype: GgmlDType, edit: impl Fn(&mut Vec<(String, Value)>)) {
     let dir = fixtures().join("llama-tiny");
-    let weights = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
+    let weights =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
     let (heads, kv_heads, head_dim) = (4, 2, 8);
     let mut tensors: Vec<(String, QTensor)> = Vec::new();
     let mut put = |name: String, t: &Tensor, dtype: GgmlDType| {
         tensors.push((name, QTensor::quantize(t, dtype).unwrap()));
     };
-    put("token_embd.weight".into(), &weights["model.embed_tokens.weight"], dtype);
-    put("output_norm.weight".into(), &weights["model.norm.weight"], GgmlDType::F32);
+    put(
+        "token_embd.weight".into(),
+        &weights["model.embed_tokens.weight"],
+        dtype,
+    );
+    put(
+        "output_norm.weight".into(),
+        &weights["model.norm.weight"],
+        GgmlDType::F32,
+    );
     for layer in 0..2 {
         let w = |n: &str| &weights[&format!("model.layers.{layer}.{n}.weight")];
         let blk = |n: &str| format!("blk.{layer}.{n}.weight");
         put(blk("attn_norm"), w("input_layernorm"), GgmlDType::F32);
-        put(blk("ffn_norm"), w("post_attention_layernorm"), GgmlDType::F32);
+        put(
+            blk("ffn_norm"),
+            w("post_attention_layernorm"),
+            GgmlDType::F32,
+        );
         put(blk("attn_q"), &permute(w("self_attn.q_proj"), heads), dtype);
-        put(blk("attn_k"), &permute(w("self_attn.k_proj"), kv_heads), dtype);
+        put(
+            blk("attn_k"),
+            &permute(w("self_attn.k_proj"), kv_heads),
+            dtype,
+        );
         put(blk("attn_v"), w("self_attn.v_proj"), dtype);
         put(blk("attn_output"), w("self_attn.o_proj"), dtype);
         put(blk("ffn_gate"), w("mlp.gate_proj"), dtype);
@@ -118,11 +135,23 @@ fn write_llama_tiny(path: &Path, dtype: GgmlDType, edit: impl Fn(&mut Vec<(Strin
         ("llama.context_length".into(), Value::U32(64)),
         ("llama.embedding_length".into(), Value::U32(32)),
         ("llama.feed_forward_length".into(), Value::U32(64)),
-        ("llama.attention.head_count".into(), Value::U32(heads as u32)),
-        ("llama.attention.head_count_kv".into(), Value::U32(kv_heads as u32)),
+        (
+            "llama.attention.head_count".into(),
+            Value::U32(heads as u32),
+        ),
+        (
+            "llama.attention.head_count_kv".into(),
+            Value::U32(kv_heads as u32),
+        ),
         ("llama.rope.freq_base".into(), Value::F32(500000.0)),
-        ("llama.rope.dimension_count".into(), Value::U32(head_dim as u32)),
-        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
+        (
+            "llama.rope.dimension_count".into(),
+            Value::U32(head_dim as u32),
+        ),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            Value::F32(1e-5),
+        ),
         ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
         ("tokenizer.ggml.pre".into(), Value::String("default".into())),
         ("tokenizer.ggml.tokens".into(), strings(&tokens)),
@@ -149,7 +178,9 @@ fn options(matmul: Matmul, reorder_qk: bool) -> LoadOptions {
 }
 
 fn load(path: &Path, options: &LoadOptions) -> Box<dyn CausalLm> {
-    load_checkpoint(path.to_str().unwrap(), options).unwrap().model
+    load_checkpoint(path.to_str().unwrap(), options)
+        .unwrap()
+        .model
 }
 
 struct Golden {
@@ -160,7 +191,8 @@ struct Golden {
 
 fn golden() -> Golden {
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("golden.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("golden.json")).unwrap())
+            .unwrap();
     let entry = &json["models"]["llama-tiny"];
     let shape: Vec<usize> = serde_json::from_value(entry["shape"].clone()).unwrap();
     Golden {
@@ -206,9 +238,15 @@ fn a_llama_gguf_written_as_llama_cpp_does_gives_transformers_logits() {
         assert!(worst < 1e-4, "{matmul:?}: {worst}");
     }
     // Without putting Q/K rows back, attention mixes the wrong pairs.
-    let (skipped, _) = difference(load(&path, &options(Matmul::Dequantized, false)).as_mut(), &g);
+    let (skipped, _) = difference(
+        load(&path, &options(Matmul::Dequantized, false)).as_mut(),
+        &g,
+    );
     eprintln!("Q/K rows left in llama.cpp's order: max |Δ| = {skipped:.2e}");
-    assert!(skipped > 1e-4, "skipping the reordering went unnoticed: {skipped}");
+    assert!(
+        skipped > 1e-4,
+        "skipping the reordering went unnoticed: {skipped}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -218,8 +256,12 @@ fn quantized_matmul_and_dequantized_weights_agree_on_a_q8_0_file() {
     let path = dir.join("llama-tiny.q8_0.gguf");
     write_llama_tiny(&path, GgmlDType::Q8_0, |_| {});
     let g = golden();
-    let (dequantized, argmax_d) = difference(load(&path, &options(Matmul::Dequantized, true)).as_mut(), &g);
-    let (quantized, argmax_q) = difference(load(&path, &options(Matmul::Quantized, true)).as_mut(), &g);
+    let (dequantized, argmax_d) = difference(
+        load(&path, &options(Matmul::Dequantized, true)).as_mut(),
+        &g,
+    );
+    let (quantized, argmax_q) =
+        difference(load(&path, &options(Matmul::Quantized, true)).as_mut(), &g);
     eprintln!("q8_0: dequantized max |Δ| = {dequantized:.2e}, quantized matmul {quantized:.2e}");
     // Both carry 8-bit error (the quantized matmul also rounds its
     // activations to 8 bits), far below the logits' own spread, and agree
@@ -249,7 +291,10 @@ fn a_requantized_self_draft_differs_from_its_target_by_a_quantization_error() {
         errors.push(worst);
     }
     // Fewer bits, larger error: 8 bits < 4 bits < 2 bits.
-    assert!(errors[0] > 0.0 && errors[0] < errors[1] && errors[1] < errors[3], "{errors:?}");
+    assert!(
+        errors[0] > 0.0 && errors[0] < errors[1] && errors[1] < errors[3],
+        "{errors:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -266,21 +311,35 @@ fn the_embedded_byte_level_bpe_tokenizes_as_the_tokenizer_json_of_the_same_vocab
         m.push(("tokenizer.ggml.model".into(), Value::String("gpt2".into())));
         m.push(("tokenizer.ggml.tokens".into(), strings(&tokens)));
         m.push(("tokenizer.ggml.merges".into(), strings(&merges)));
-        m.push(("tokenizer.ggml.token_type".into(), Value::Array(types.clone())));
+        m.push((
+            "tokenizer.ggml.token_type".into(),
+            Value::Array(types.clone()),
+        ));
         m.push(("tokenizer.ggml.bos_token_id".into(), Value::U32(2)));
         m.push(("tokenizer.ggml.add_bos_token".into(), Value::Bool(true)));
     });
     let (inner, bos) = tokenizer::build(&GgufFile::open(&path).unwrap()).unwrap();
     assert_eq!(bos, Some(2));
-    let ours = specbench::model::hf_tokenizer::HfTokenizer::from_tokenizer(inner, bos, "gguf".into());
-    let reference = load_checkpoint(tiny("tiny-opt-target").to_str().unwrap(), &LoadOptions::default())
-        .unwrap()
-        .tokenizer
-        .unwrap();
+    let ours =
+        specbench::model::hf_tokenizer::HfTokenizer::from_tokenizer(inner, bos, "gguf".into());
+    let reference = load_checkpoint(
+        tiny("tiny-opt-target").to_str().unwrap(),
+        &LoadOptions::default(),
+    )
+    .unwrap()
+    .tokenizer
+    .unwrap();
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/samples");
     let mut texts = vec!["Special <pad> tokens mid-text, 1234 digits and ÄÖÜ.".to_string()];
-    for (file, field) in [("xsum_test.jsonl", "document"), ("wmt18_de_en_test.jsonl", "de")] {
-        for line in std::fs::read_to_string(samples.join(file)).unwrap().lines().take(3) {
+    for (file, field) in [
+        ("xsum_test.jsonl", "document"),
+        ("wmt18_de_en_test.jsonl", "de"),
+    ] {
+        for line in std::fs::read_to_string(samples.join(file))
+            .unwrap()
+            .lines()
+            .take(3)
+        {
             let row: serde_json::Value = serde_json::from_str(line).unwrap();
             texts.push(row[field].as_str().unwrap().to_string());
         }
@@ -308,10 +367,16 @@ fn broken_or_unsupported_gguf_files_fail_with_one_line_naming_the_fix() {
     let falcon = dir.join("falcon.gguf");
     write_llama_tiny(&falcon, GgmlDType::F32, |m| {
         m.retain(|(k, _)| k != "general.architecture");
-        m.push(("general.architecture".into(), Value::String("falcon".into())));
+        m.push((
+            "general.architecture".into(),
+            Value::String("falcon".into()),
+        ));
     });
     let err = load_error(&falcon);
-    assert!(err.contains("architecture 'falcon' is not supported (llama, qwen2 are)"), "{err}");
+    assert!(
+        err.contains("architecture 'falcon' is not supported (llama, qwen2 are)"),
+        "{err}"
+    );
 
     let spm = dir.join("spm.gguf");
     write_llama_tiny(&spm, GgmlDType::F32, |m| {
@@ -319,21 +384,41 @@ fn broken_or_unsupported_gguf_files_fail_with_one_line_naming_the_fix() {
         m.push(("tokenizer.ggml.model".into(), Value::String("llama".into())));
     });
     let err = load_error(&spm);
-    assert!(err.contains("tokenizer type 'llama' is not supported") && err.contains("tokenizer.json beside"), "{err}");
+    assert!(
+        err.contains("tokenizer type 'llama' is not supported")
+            && err.contains("tokenizer.json beside"),
+        "{err}"
+    );
     // … and a tokenizer.json beside the file is used instead.
-    std::fs::copy(tiny("tiny-opt-target").join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    std::fs::copy(
+        tiny("tiny-opt-target").join("tokenizer.json"),
+        dir.join("tokenizer.json"),
+    )
+    .unwrap();
     let loaded = load_checkpoint(spm.to_str().unwrap(), &LoadOptions::default()).unwrap();
-    assert!(loaded.tokenizer.unwrap().id().contains("tokenizer.json beside it"));
+    assert!(
+        loaded
+            .tokenizer
+            .unwrap()
+            .id()
+            .contains("tokenizer.json beside it")
+    );
 
     let whole = dir.join("whole.gguf");
     write_llama_tiny(&whole, GgmlDType::F32, |_| {});
     let bytes = std::fs::read(&whole).unwrap();
-    for (name, keep) in [("cut-data.gguf", bytes.len() - 100), ("cut-header.gguf", 200)] {
+    for (name, keep) in [
+        ("cut-data.gguf", bytes.len() - 100),
+        ("cut-header.gguf", 200),
+    ] {
         let cut = dir.join(name);
         std::fs::write(&cut, &bytes[..keep]).unwrap();
         let err = load_error(&cut);
         assert!(err.contains("download it again"), "{name}: {err}");
-        assert!(err.contains("truncated") || err.contains("not a complete GGUF file"), "{name}: {err}");
+        assert!(
+            err.contains("truncated") || err.contains("not a complete GGUF file"),
+            "{name}: {err}"
+        );
     }
 
     let err = load_error(&dir.join("absent.gguf"));

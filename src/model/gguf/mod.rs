@@ -61,7 +61,11 @@ pub fn is_gguf(name: &str) -> bool {
 /// `$SPECBENCH_CACHE`, else `$XDG_CACHE_HOME/specbench`, else
 /// `~/.cache/specbench`.
 pub fn cache_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("SPECBENCH_CACHE")
         .or_else(|| var("XDG_CACHE_HOME").map(|c| c.join("specbench")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("specbench")))
@@ -72,7 +76,9 @@ pub fn cache_dir() -> Option<PathBuf> {
 fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<PathBuf>, String)> {
     if let Some(file) = name.strip_prefix("cache:") {
         let dir = cache_dir().ok_or_else(|| {
-            anyhow::anyhow!("model '{name}': neither SPECBENCH_CACHE nor HOME is set: set SPECBENCH_CACHE")
+            anyhow::anyhow!(
+                "model '{name}': neither SPECBENCH_CACHE nor HOME is set: set SPECBENCH_CACHE"
+            )
         })?;
         let path = dir.join(file);
         if !path.is_file() {
@@ -97,7 +103,9 @@ fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<PathBu
             ),
         ));
     }
-    let Some((repo, file)) = name.split_once(':').filter(|(r, _)| r.matches('/').count() == 1)
+    let Some((repo, file)) = name
+        .split_once(':')
+        .filter(|(r, _)| r.matches('/').count() == 1)
     else {
         bail!(
             "model '{name}': no such file; a GGUF model is a local .gguf file or org/repo:file.gguf on the hub: check the path (scripts/fetch-smollm2.sh prints SmolLM2's)"

@@ -98,7 +98,10 @@ pub fn requantize(weight: &Tensor, quant: Quant) -> Result<Requantized> {
     }
     let pad = block - columns % block;
     let padded = Tensor::cat(
-        &[weight, &Tensor::zeros((rows, pad), DType::F32, weight.device())?],
+        &[
+            weight,
+            &Tensor::zeros((rows, pad), DType::F32, weight.device())?,
+        ],
         1,
     )?;
     let values = QTensor::quantize(&padded, quant.0)?
@@ -124,16 +127,29 @@ mod tests {
 
     #[test]
     fn padded_rows_keep_their_length_and_carry_a_quantization_error() {
-        let values: Vec<f32> = (0..2 * 40).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+        let values: Vec<f32> = (0..2 * 40)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0)
+            .collect();
         let w = Tensor::from_vec(values, (2, 40), &Device::Cpu).unwrap();
         let Requantized::Values(v) = requantize(&w, Quant(GgmlDType::Q3K)).unwrap() else {
             panic!("40 columns are not whole k-quant blocks");
         };
         assert_eq!(v.dims(), &[2, 40]);
-        let err: f32 = (v - &w).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        let err: f32 = (v - &w)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap();
         assert!(err > 0.0 && err < 0.5, "3-bit error {err}");
         assert!(matches!(
-            requantize(&w.narrow(1, 0, 32).unwrap().contiguous().unwrap(), Quant(GgmlDType::Q4_0)).unwrap(),
+            requantize(
+                &w.narrow(1, 0, 32).unwrap().contiguous().unwrap(),
+                Quant(GgmlDType::Q4_0)
+            )
+            .unwrap(),
             Requantized::Blocks(_)
         ));
     }

@@ -109,7 +109,8 @@ pub fn build(file: &GgufFile) -> Result<(tokenizers::Tokenizer, Option<u32>)> {
 
 /// The split before byte-level BPE that llama.cpp's `pre` type names.
 fn pre_tokenizer(pre: &str) -> Option<PreTokenizerWrapper> {
-    let byte_level = |regex: bool| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, regex));
+    let byte_level =
+        |regex: bool| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, regex));
     let split = |pattern: &str| {
         Split::new(
             SplitPattern::Regex(pattern.to_string()),

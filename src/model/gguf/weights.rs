@@ -106,9 +106,7 @@ impl GgufWeights<'_> {
         };
         let tensor = self.file.tensor(&name)?;
         match self.reorder {
-            Some((heads, _)) if hf.ends_with("q_proj.weight") => {
-                restore_rope_rows(&tensor, heads)
-            }
+            Some((heads, _)) if hf.ends_with("q_proj.weight") => restore_rope_rows(&tensor, heads),
             Some((_, kv_heads)) if hf.ends_with("k_proj.weight") => {
                 restore_rope_rows(&tensor, kv_heads)
             }
@@ -163,9 +161,7 @@ impl LlamaWeights for GgufWeights<'_> {
             None
         };
         let requantized = match self.requant {
-            Some(quant) => {
-                Some(requantize(&stored.dequantize(&Device::Cpu)?, quant)?)
-            }
+            Some(quant) => Some(requantize(&stored.dequantize(&Device::Cpu)?, quant)?),
             _ => None,
         };
         let blocks = match requantized {
@@ -225,7 +221,10 @@ mod tests {
             gguf_name("model.layers.3.post_attention_layernorm.weight").as_deref(),
             Some("blk.3.ffn_norm.weight")
         );
-        assert_eq!(gguf_name("lm_head.weight").as_deref(), Some("output.weight"));
+        assert_eq!(
+            gguf_name("lm_head.weight").as_deref(),
+            Some("output.weight")
+        );
         assert_eq!(gguf_name("model.layers.1.mystery.weight"), None);
     }
 
@@ -248,9 +247,11 @@ mod tests {
                 }
             }
         }
-        let stored =
-            QTensor::quantize(&Tensor::from_vec(gguf, (rows, columns), &Device::Cpu).unwrap(), GgmlDType::F32)
-                .unwrap();
+        let stored = QTensor::quantize(
+            &Tensor::from_vec(gguf, (rows, columns), &Device::Cpu).unwrap(),
+            GgmlDType::F32,
+        )
+        .unwrap();
         let back = restore_rope_rows(&stored, heads).unwrap();
         let values: Vec<f32> = back
             .dequantize(&Device::Cpu)
