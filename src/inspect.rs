@@ -41,6 +41,7 @@ pub fn next_token(request: &InspectRequest) -> Result<NextToken> {
         revision: request.revision.clone(),
         device: request.device.open()?,
         dtype: request.dtype.dtype(),
+        ..LoadOptions::default()
     };
     let mut loaded = load_checkpoint(request.model, &options)?;
     let tokenizer = loaded.tokenizer.as_ref();

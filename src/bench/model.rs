@@ -9,6 +9,11 @@
 //! two).
 //! `scripts/bench_torch_opt.py` times the same shapes through transformers
 //! for comparison.
+//!
+//! With `--model FILE.gguf` it times a real GGUF model instead, once with
+//! its weights dequantized to f32 and once kept quantized (candle's
+//! quantized matmul), the floor taken from the bytes of the file's own
+//! tensors: the comparison behind the loader's default (`docs/gguf.md`).
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -39,6 +44,8 @@ pub struct ModelBenchOptions {
     pub seed: u64,
     /// Draft size for the whole-round measurement (`None`: skip it).
     pub draft_size: Option<String>,
+    /// A GGUF file to time in both matmul modes instead of OPT shapes.
+    pub model: Option<String>,
 }
 
 /// One (size, batch) row; times in milliseconds.
@@ -180,11 +187,109 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
         )?),
         None => None,
     };
+    if let Some(path) = &options.model {
+        return bench_gguf(path, options, bandwidth, threads);
+    }
     let mut rows = Vec::new();
     for size in &options.sizes {
         let config = opt_shape(size)?;
         let parameters = parameter_count(&config);
         let mut model = random_opt(config, &options.device, options.dtype, options.seed)?;
+        let subject = Subject {
+            label: size.clone(),
+            parameters,
+            weight_bytes: parameters * bytes_per_weight,
+            dtype: crate::model::device::dtype_name(options.dtype).into(),
+        };
+        rows.extend(time_model(
+            &mut model,
+            draft.as_mut(),
+            &subject,
+            options,
+            bandwidth,
+            threads,
+        )?);
+    }
+    Ok(rows)
+}
+
+/// What one timed model is, for its rows.
+struct Subject {
+    label: String,
+    parameters: usize,
+    weight_bytes: usize,
+    dtype: String,
+}
+
+/// A GGUF file with its weights dequantized, then kept quantized.
+fn bench_gguf(
+    path: &str,
+    options: &ModelBenchOptions,
+    bandwidth: f64,
+    threads: usize,
+) -> Result<Vec<ModelBenchRow>> {
+    use crate::model::checkpoint::{LoadOptions, load_checkpoint};
+    use crate::model::gguf::weights::Matmul;
+    use crate::model::gguf::{GgufOptions, file::GgufFile, file::tensor_bytes};
+    if !crate::model::gguf::is_gguf(path) {
+        anyhow::bail!("--model takes a .gguf file ('{path}' is not one): OPT shapes are --sizes");
+    }
+    let file = GgufFile::open(std::path::Path::new(path))?;
+    let (parameters, weight_bytes) = file
+        .content
+        .tensor_infos
+        .values()
+        .map(|t| {
+            let n = t.shape.elem_count();
+            (n, tensor_bytes(t.ggml_dtype, n))
+        })
+        .fold((0, 0), |(a, b), (n, bytes)| (a + n, b + bytes));
+    drop(file);
+    let mut rows = Vec::new();
+    for matmul in [Matmul::Dequantized, Matmul::Quantized] {
+        let load = LoadOptions {
+            device: options.device.clone(),
+            dtype: options.dtype,
+            gguf: GgufOptions {
+                matmul,
+                ..GgufOptions::default()
+            },
+            ..LoadOptions::default()
+        };
+        let mut loaded = load_checkpoint(path, &load)?;
+        let subject = Subject {
+            label: match matmul {
+                Matmul::Dequantized => "dequantized".into(),
+                Matmul::Quantized => "quantized".into(),
+            },
+            parameters,
+            weight_bytes,
+            dtype: loaded.model.info().dtype,
+        };
+        rows.extend(time_model(
+            loaded.model.as_mut(),
+            None,
+            &subject,
+            options,
+            bandwidth,
+            threads,
+        )?);
+    }
+    Ok(rows)
+}
+
+/// Prefill, decode steps, verification (and a round with a draft) of one
+/// model at every batch size.
+fn time_model(
+    model: &mut dyn CausalLm,
+    mut draft: Option<&mut crate::model::opt::Opt>,
+    subject: &Subject,
+    options: &ModelBenchOptions,
+    bandwidth: f64,
+    threads: usize,
+) -> Result<Vec<ModelBenchRow>> {
+    let mut rows = Vec::new();
+    {
         let prompt: Vec<u32> = (0..options.prompt as u32)
             .map(|i| 4 + i * 7 % 50000)
             .collect();
@@ -230,15 +335,15 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
             }
             verify.remove(0);
             let round_ms = match draft.as_mut() {
-                Some(d) if batch == 1 => Some(round_time(&mut model, d, &prompt, options)?),
+                Some(d) if batch == 1 => Some(round_time(model, *d, &prompt, options)?),
                 _ => None,
             };
-            let weight_bytes = parameters * bytes_per_weight;
+            let weight_bytes = subject.weight_bytes;
             let floor_ms = weight_bytes as f64 / (bandwidth * 1e9) * 1e3;
             let decode_ms = median(&mut decode);
             rows.push(ModelBenchRow {
-                size: size.clone(),
-                parameters,
+                size: subject.label.clone(),
+                parameters: subject.parameters,
                 batch,
                 prompt: options.prompt,
                 prefill_ms: median(&mut prefill),
@@ -251,7 +356,7 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
                 round_ms,
                 threads,
                 device: crate::model::device::device_name(&options.device),
-                dtype: crate::model::device::dtype_name(options.dtype).into(),
+                dtype: subject.dtype.clone(),
             });
         }
     }
@@ -260,12 +365,22 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
 
 pub fn model_table(rows: &[ModelBenchRow], options: &ModelBenchOptions) -> String {
     let mut out = String::new();
+    let what = match &options.model {
+        Some(path) => format!(
+            "{path}: weights dequantized to {}, then kept quantized; floor from the file's own {:.1} MB of tensors",
+            crate::model::device::dtype_name(options.dtype),
+            rows.first().map_or(0, |r| r.weight_bytes) as f64 / 1e6
+        ),
+        None => format!(
+            "OPT forward time, random weights ({})",
+            rows.first().map_or("-", |r| r.dtype.as_str())
+        ),
+    };
     let _ = writeln!(
         out,
-        "OPT forward time, random weights ({} threads, {} {}); verify = {} rows × {} tokens",
+        "{what} ({} threads, {}); verify = {} rows × {} tokens",
         rows.first().map_or(0, |r| r.threads),
         rows.first().map_or("-", |r| r.device.as_str()),
-        rows.first().map_or("-", |r| r.dtype.as_str()),
         options.drafts,
         options.draft_len + 1
     );
@@ -284,8 +399,12 @@ pub fn model_table(rows: &[ModelBenchRow], options: &ModelBenchOptions) -> Strin
     );
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>5} {:>7} {:>11} {:>11} {:>9} {:>7} {:>11} {:>9}",
-        "size",
+        "{:>11} {:>7} {:>5} {:>7} {:>11} {:>11} {:>9} {:>7} {:>11} {:>9}",
+        if options.model.is_some() {
+            "weights"
+        } else {
+            "size"
+        },
         "params",
         "batch",
         "prompt",
@@ -299,7 +418,7 @@ pub fn model_table(rows: &[ModelBenchRow], options: &ModelBenchOptions) -> Strin
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>6} {:>6.0}M {:>5} {:>7} {:>11.2} {:>11.2} {:>9.2} {:>7.2} {:>11.2} {:>9}",
+            "{:>11} {:>6.0}M {:>5} {:>7} {:>11.2} {:>11.2} {:>9.2} {:>7.2} {:>11.2} {:>9}",
             r.size,
             r.parameters as f64 / 1e6,
             r.batch,

@@ -223,6 +223,7 @@ fn bench_models(args: BenchModelArgs) -> Result<(), String> {
         dtype: args.dtype.dtype(),
         seed: args.seed,
         draft_size: args.draft_size,
+        model: args.model,
     };
     let rows = bench_model(&options).map_err(line)?;
     if args.json {

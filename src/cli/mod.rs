@@ -354,8 +354,8 @@ pub enum BenchCommand {
     /// The optimal sampler (Global Resolution) and ERSD at full vocabularies:
     /// time per token, marginal error, acceptance gap, fallbacks.
     Optimal(BenchOptimalArgs),
-    /// Forward time of OPT-shaped models with random weights: prompt
-    /// processing, decode step, verification call.
+    /// Forward time of OPT-shaped models with random weights (or of a GGUF
+    /// file, --model): prompt processing, decode step, verification call.
     Model(BenchModelArgs),
     /// Host work of one speculative round apart from the model calls: logit
     /// processing, sampling, selection, KV row selection and rollback.
@@ -433,6 +433,10 @@ pub struct BenchModelArgs {
     /// Also time a whole speculative round with a draft of this OPT size.
     #[arg(long)]
     pub draft_size: Option<String>,
+    /// Time this GGUF file instead of OPT shapes: its weights dequantized,
+    /// then kept quantized (candle's quantized matmul).
+    #[arg(long, conflicts_with_all = ["sizes", "draft_size"])]
+    pub model: Option<String>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
     pub device: DeviceChoice,

@@ -40,6 +40,11 @@ pub struct Models {
     pub target_revision: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_revision: Option<String>,
+    /// A GGUF draft re-quantized at load (`q4_0`, `q3_k`, `q2_k`, …): with
+    /// `draft` = the target's own file, a quantized self-draft
+    /// (`docs/gguf.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_quant: Option<crate::model::gguf::quant::Quant>,
     /// `cpu` (default), `cuda`, `cuda:N` or `auto`.
     #[serde(default)]
     pub device: DeviceChoice,
@@ -118,15 +123,16 @@ impl Models {
     /// What the model layer is asked to load: each model with its own
     /// revision, and the shared device and precision.
     pub fn pair_spec(&self) -> crate::model::PairSpec {
-        let side = |name: &str, revision: &Option<String>| crate::model::ModelSpec {
+        let side = |name: &str, revision: &Option<String>, requant| crate::model::ModelSpec {
             name: name.to_string(),
             revision: revision.clone(),
             device: self.device,
             dtype: self.dtype,
+            requant,
         };
         crate::model::PairSpec {
-            target: side(&self.target, &self.target_revision),
-            draft: side(&self.draft, &self.draft_revision),
+            target: side(&self.target, &self.target_revision, None),
+            draft: side(&self.draft, &self.draft_revision, self.draft_quant),
             synthetic: self.synthetic.clone(),
         }
     }
@@ -188,6 +194,14 @@ impl Config {
             bail!(
                 "config name must be a plain directory name (got '{}')",
                 self.name
+            );
+        }
+        if let Some(quant) = self.models.draft_quant
+            && !crate::model::gguf::is_gguf(&self.models.draft)
+        {
+            bail!(
+                "models.draft_quant = \"{quant}\" re-quantizes a GGUF draft, and '{}' is not a .gguf file: drop draft_quant or name a .gguf draft",
+                self.models.draft
             );
         }
         if self.data.datasets.is_empty() {
@@ -318,6 +332,9 @@ pub struct Overrides {
     /// Hub revision of the draft alone.
     #[arg(long)]
     pub draft_revision: Option<String>,
+    /// Re-quantize a GGUF draft at load: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k … q6_k.
+    #[arg(long)]
+    pub draft_quant: Option<crate::model::gguf::quant::Quant>,
     /// Cut prompts longer than this many tokens from the left (docs/datasets.md).
     #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
@@ -375,6 +392,9 @@ impl Overrides {
         }
         if self.draft_revision.is_some() {
             config.models.draft_revision = self.draft_revision.clone();
+        }
+        if self.draft_quant.is_some() {
+            config.models.draft_quant = self.draft_quant;
         }
         if self.max_prompt_tokens.is_some() {
             config.data.max_prompt_tokens = self.max_prompt_tokens;

@@ -10,6 +10,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use super::device::{device_name, dtype_name};
+use super::gguf::{GgufOptions, is_gguf, load_gguf};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
 use super::llama::{Llama, LlamaConfig};
@@ -22,6 +23,8 @@ pub struct LoadOptions {
     pub revision: Option<String>,
     pub device: Device,
     pub dtype: DType,
+    /// GGUF files only: matmul path, re-quantization.
+    pub gguf: GgufOptions,
 }
 
 impl Default for LoadOptions {
@@ -30,6 +33,7 @@ impl Default for LoadOptions {
             revision: None,
             device: Device::Cpu,
             dtype: DType::F32,
+            gguf: GgufOptions::default(),
         }
     }
 }
@@ -46,8 +50,11 @@ pub struct Loaded {
 /// The architectures this build computes.
 pub const ARCHITECTURES: &[&str] = &["opt", "llama", "qwen2"];
 
-/// Loads `name` (a directory or a hub id).
+/// Loads `name` (a directory, a hub id, or a `.gguf` file: `super::gguf`).
 pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
+    if is_gguf(name) {
+        return load_gguf(name, options);
+    }
     let source = ModelSource::resolve(name, options.revision.as_deref())?;
     let files = source.files()?;
     let text = std::fs::read_to_string(&files.config)
@@ -141,6 +148,10 @@ fn var_builder(files: &ModelFiles, options: &LoadOptions) -> Result<VarBuilder<'
             }
             .with_context(|| format!("reading the safetensors of {}", files.name))
         }
+        WeightFormat::Gguf => bail!(
+            "{}: GGUF weights are read by model::gguf, not through a VarBuilder",
+            files.name
+        ),
         WeightFormat::PyTorch => {
             let mut tensors: HashMap<String, Tensor> = HashMap::new();
             for path in &files.weights {

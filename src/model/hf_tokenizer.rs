@@ -32,6 +32,15 @@ impl HfTokenizer {
         Ok(Self { inner, bos, id })
     }
 
+    /// An already built tokenizer (a GGUF file's).
+    pub fn from_tokenizer(inner: tokenizers::Tokenizer, bos: Option<u32>, id: String) -> Self {
+        Self { inner, bos, id }
+    }
+
+    pub fn with_id(self, id: String) -> Self {
+        Self { id, ..self }
+    }
+
     /// Ids the tokenizer knows, added tokens included.
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)

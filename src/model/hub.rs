@@ -45,6 +45,9 @@ pub enum HubRepo {
 pub enum WeightFormat {
     Safetensors,
     PyTorch,
+    /// One llama.cpp GGUF file (`super::gguf`): weights, config and
+    /// tokenizer in one.
+    Gguf,
 }
 
 /// The tokenizer files found.
@@ -174,6 +177,27 @@ impl ModelSource {
                 ..
             } => snapshot.fetch(file),
         }
+    }
+
+    /// One file of the repo (a GGUF model names its file): its local path,
+    /// or `None` when the repo does not have it.
+    pub fn file(&self, file: &str) -> Result<Option<PathBuf>> {
+        self.fetch(file, &self.list()?)
+    }
+
+    /// What pins the files fetched so far: the hub commit, or the folder.
+    pub fn pin(&self) -> Result<String> {
+        Ok(match self {
+            Self::Local(dir) => format!("local {}", dir.display()),
+            Self::Hub {
+                repo: HubRepo::Online(online),
+                ..
+            } => online.borrow_mut().finish()?,
+            Self::Hub {
+                repo: HubRepo::Offline(snapshot),
+                ..
+            } => snapshot.commit.clone(),
+        })
     }
 
     /// Resolves config, weights and tokenizer to local paths.

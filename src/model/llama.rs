@@ -11,16 +11,18 @@
 //!
 //! This file is the family's config, weight names and layers
 //! ([`LlamaLayers`]); the cache, rollback and row selection are
-//! [`CachedDecoder`]'s.
+//! [`CachedDecoder`]'s. The tensors come through [`LlamaWeights`] under
+//! Hugging Face's names: a checkpoint's `VarBuilder`, or a GGUF file
+//! (`super::gguf`, which renames and reorders llama.cpp's tensors).
 
-use anyhow::{Result, bail};
-use candle_core::{DType, Module, Tensor};
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 
 use super::ModelInfo;
 use super::decoder::{CachedDecoder, Family};
 use super::kv_cache::KvCache;
-use super::layers::{Linear, attend, linear, project_to_vocabulary};
+use super::layers::{Linear, attend};
 
 /// Llama 3's `rope_scaling` (transformers ≤ 4 and the hub checkpoints), or
 /// transformers 5's `rope_parameters`, which also carries `rope_theta`.
@@ -75,6 +77,11 @@ pub struct LlamaConfig {
     pub eos_token_id: Option<serde_json::Value>,
     #[serde(default)]
     pub bos_token_id: Option<u32>,
+    /// Divisors of the rotary frequencies, one per frequency: how a GGUF
+    /// file stores Llama 3's scaling (`rope_freqs.weight`). Replaces
+    /// `rope_scaling` when present.
+    #[serde(skip)]
+    pub rope_factors: Option<Vec<f64>>,
 }
 
 fn default_eps() -> f64 {
@@ -155,6 +162,9 @@ impl LlamaConfig {
         let base: Vec<f64> = (0..d / 2)
             .map(|i| 1.0 / self.theta().powf(2.0 * i as f64 / d as f64))
             .collect();
+        if let Some(factors) = &self.rope_factors {
+            return base.iter().zip(factors).map(|(f, by)| f / by).collect();
+        }
         let Some(s) = self
             .scaling()
             .filter(|s| s.rope_type.as_deref() == Some("llama3"))
@@ -182,15 +192,61 @@ impl LlamaConfig {
     }
 }
 
+/// Where the family's tensors come from, by Hugging Face name
+/// (`model.layers.3.self_attn.q_proj`, without `.weight`).
+pub trait LlamaWeights {
+    fn contains(&self, name: &str) -> bool;
+    /// `name` in the model's dtype, checked against `shape`.
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor>;
+    /// The linear layer `name` (`[output, input]`, and `name.bias` if
+    /// asked): dense, or kept quantized where the source holds it so.
+    fn linear(&self, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear>;
+    /// The LM head (`[vocab, hidden]`): `name`, dense or quantized.
+    fn head(&self, name: &str, vocab: usize, hidden: usize) -> Result<Linear> {
+        Ok(Linear::new(self.tensor(name, &[vocab, hidden])?, None))
+    }
+    fn device(&self) -> &Device;
+    fn dtype(&self) -> DType;
+}
+
+impl LlamaWeights for VarBuilder<'_> {
+    fn contains(&self, name: &str) -> bool {
+        self.contains_tensor(name)
+    }
+
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        self.get(shape, name)
+            .with_context(|| format!("weight {name}"))
+    }
+
+    fn linear(&self, name: &str, input: usize, output: usize, bias: bool) -> Result<Linear> {
+        let weight = self.tensor(&format!("{name}.weight"), &[output, input])?;
+        let bias = if bias {
+            Some(self.tensor(&format!("{name}.bias"), &[output])?)
+        } else {
+            None
+        };
+        Ok(Linear::new(weight, bias))
+    }
+
+    fn device(&self) -> &Device {
+        VarBuilder::device(self)
+    }
+
+    fn dtype(&self) -> DType {
+        VarBuilder::dtype(self)
+    }
+}
+
 struct RmsNorm {
     weight: Tensor,
     eps: f32,
 }
 
 impl RmsNorm {
-    fn load(vb: &VarBuilder, name: &str, size: usize, eps: f64) -> Result<Self> {
+    fn load(w: &dyn LlamaWeights, name: &str, size: usize, eps: f64) -> Result<Self> {
         Ok(Self {
-            weight: vb.pp(name).get(size, "weight")?,
+            weight: w.tensor(&format!("{name}.weight"), &[size])?,
             eps: eps as f32,
         })
     }
@@ -218,14 +274,16 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: &VarBuilder, config: &LlamaConfig, bias: bool) -> Result<Self> {
+    /// `prefix`: `model.layers.N.self_attn`.
+    fn load(w: &dyn LlamaWeights, prefix: &str, config: &LlamaConfig, bias: bool) -> Result<Self> {
         let (h, d) = (config.hidden_size, config.head_dim());
         let (heads, kv_heads) = (config.num_attention_heads, config.kv_heads());
+        let at = |name: &str| format!("{prefix}.{name}");
         Ok(Self {
-            q: linear(vb, "q_proj", h, heads * d, bias)?,
-            k: linear(vb, "k_proj", h, kv_heads * d, bias)?,
-            v: linear(vb, "v_proj", h, kv_heads * d, bias)?,
-            o: linear(vb, "o_proj", heads * d, h, false)?,
+            q: w.linear(&at("q_proj"), h, heads * d, bias)?,
+            k: w.linear(&at("k_proj"), h, kv_heads * d, bias)?,
+            v: w.linear(&at("v_proj"), h, kv_heads * d, bias)?,
+            o: w.linear(&at("o_proj"), heads * d, h, false)?,
             heads,
             kv_heads,
             head_dim: d,
@@ -282,20 +340,21 @@ struct Block {
 }
 
 impl Block {
-    fn load(vb: &VarBuilder, config: &LlamaConfig, bias: bool) -> Result<Self> {
+    /// `prefix`: `model.layers.N`.
+    fn load(w: &dyn LlamaWeights, prefix: &str, config: &LlamaConfig, bias: bool) -> Result<Self> {
         let (h, i, eps) = (
             config.hidden_size,
             config.intermediate_size,
             config.rms_norm_eps,
         );
-        let mlp = vb.pp("mlp");
+        let at = |name: &str| format!("{prefix}.{name}");
         Ok(Self {
-            attention: Attention::load(&vb.pp("self_attn"), config, bias)?,
-            input_norm: RmsNorm::load(vb, "input_layernorm", h, eps)?,
-            gate: linear(&mlp, "gate_proj", h, i, false)?,
-            up: linear(&mlp, "up_proj", h, i, false)?,
-            down: linear(&mlp, "down_proj", i, h, false)?,
-            mlp_norm: RmsNorm::load(vb, "post_attention_layernorm", h, eps)?,
+            attention: Attention::load(w, &at("self_attn"), config, bias)?,
+            input_norm: RmsNorm::load(w, &at("input_layernorm"), h, eps)?,
+            gate: w.linear(&at("mlp.gate_proj"), h, i, false)?,
+            up: w.linear(&at("mlp.up_proj"), h, i, false)?,
+            down: w.linear(&at("mlp.down_proj"), i, h, false)?,
+            mlp_norm: RmsNorm::load(w, &at("post_attention_layernorm"), h, eps)?,
         })
     }
 
@@ -323,7 +382,7 @@ impl Block {
 pub struct LlamaLayers {
     config: LlamaConfig,
     embed_tokens: Embedding,
-    lm_head: Tensor,
+    lm_head: Linear,
     blocks: Vec<Block>,
     norm: RmsNorm,
     /// `cos`/`sin` tables, `[max_positions, head_dim / 2]`.
@@ -337,9 +396,19 @@ pub type Llama = CachedDecoder<LlamaLayers>;
 impl Llama {
     /// `bias`: q/k/v biases (Qwen2 always; Llama when `attention_bias`).
     pub fn load(config: LlamaConfig, vb: VarBuilder, bias: bool, info: ModelInfo) -> Result<Self> {
-        let device = vb.device().clone();
+        Self::load_from(config, &vb, bias, info)
+    }
+
+    /// From any [`LlamaWeights`] (a GGUF file: `super::gguf`).
+    pub fn load_from(
+        config: LlamaConfig,
+        weights: &dyn LlamaWeights,
+        bias: bool,
+        info: ModelInfo,
+    ) -> Result<Self> {
+        let device = weights.device().clone();
         Ok(CachedDecoder::new(
-            LlamaLayers::load(config, vb, bias)?,
+            LlamaLayers::load(config, weights, bias)?,
             device,
             info,
         ))
@@ -347,31 +416,30 @@ impl Llama {
 }
 
 impl LlamaLayers {
-    fn load(config: LlamaConfig, vb: VarBuilder, bias: bool) -> Result<Self> {
+    fn load(config: LlamaConfig, w: &dyn LlamaWeights, bias: bool) -> Result<Self> {
         config.check()?;
-        if !vb.contains_tensor("model.embed_tokens.weight") {
+        if !w.contains("model.embed_tokens.weight") {
             bail!("the checkpoint has no model.embed_tokens.weight: is it a Llama/Qwen2 model?");
         }
         let bias = bias || config.attention_bias;
-        let model = vb.pp("model");
         let (v, h) = (config.vocab_size, config.hidden_size);
-        let embedding = model.get((v, h), "embed_tokens.weight")?;
-        let lm_head = if config.tie_word_embeddings || !vb.contains_tensor("lm_head.weight") {
-            embedding.clone()
+        let embedding = w.tensor("model.embed_tokens.weight", &[v, h])?;
+        let lm_head = if config.tie_word_embeddings || !w.contains("lm_head.weight") {
+            w.head("model.embed_tokens.weight", v, h)?
         } else {
-            vb.get((v, h), "lm_head.weight")?
+            w.head("lm_head.weight", v, h)?
         };
         let blocks = (0..config.num_hidden_layers)
-            .map(|i| Block::load(&model.pp(format!("layers.{i}")), &config, bias))
+            .map(|i| Block::load(w, &format!("model.layers.{i}"), &config, bias))
             .collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm::load(&model, "norm", h, config.rms_norm_eps)?;
+        let norm = RmsNorm::load(w, "model.norm", h, config.rms_norm_eps)?;
         let inverse = config.inverse_frequencies();
         let positions = config.max_position_embeddings;
         let angles: Vec<f32> = (0..positions)
             .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
             .collect();
-        let angles = Tensor::from_vec(angles, (positions, inverse.len()), vb.device())?;
-        let dtype = vb.dtype();
+        let angles = Tensor::from_vec(angles, (positions, inverse.len()), w.device())?;
+        let dtype = w.dtype();
         Ok(Self {
             cos: angles.cos()?.to_dtype(dtype)?,
             sin: angles.sin()?.to_dtype(dtype)?,
@@ -423,6 +491,8 @@ impl Family for LlamaLayers {
     }
 
     fn head(&self, x: &Tensor) -> Result<Tensor> {
-        project_to_vocabulary(&self.norm.forward(x)?, &self.lm_head)
+        let (rows, width, h) = x.dims3()?;
+        self.lm_head
+            .forward(&self.norm.forward(x)?.reshape((rows * width, h))?)
     }
 }

@@ -55,6 +55,10 @@ fn load_real_pair(spec: &PairSpec) -> Result<ModelPair> {
             revision: side.revision.clone(),
             device: side.device.open()?,
             dtype: side.precision().dtype(),
+            gguf: crate::model::gguf::GgufOptions {
+                requant: side.requant,
+                ..Default::default()
+            },
         })
     };
     let target = checkpoint::load_checkpoint(&spec.target.name, &options(&spec.target)?)?;

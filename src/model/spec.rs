@@ -18,6 +18,8 @@ pub struct ModelSpec {
     pub device: DeviceChoice,
     /// `None` is f32.
     pub dtype: Option<Precision>,
+    /// GGUF only: re-quantize the block matrices at load (a self-draft).
+    pub requant: Option<super::gguf::quant::Quant>,
 }
 
 /// A draft/target pair and, when they are `synthetic`, the family's parameters.

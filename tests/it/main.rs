@@ -15,6 +15,8 @@ mod data_local;
 mod data_parquet;
 mod exactness;
 mod failed_cells;
+mod gguf_smollm2;
+mod gguf_tiny;
 mod global_resolution;
 mod golden_models;
 mod gpu_check;

@@ -17,6 +17,10 @@
 //! * up to [`TRANSPOSED_MAX_ROWS`] rows: `(W · xᵀ)ᵀ`, which gemm splits
 //!   along the long output dimension;
 //! * anything else (more rows, other dtypes or devices): candle's `Linear`.
+//!
+//! A GGUF weight may also stay quantized ([`Linear::quantized`]): candle's
+//! quantized matmul then reads its 4–8 bit blocks directly (a quarter of
+//! the bytes of f32; `docs/gguf.md` has the measured decode steps).
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Tensor};
@@ -44,6 +48,9 @@ pub struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
     candle: candle_nn::Linear,
+    /// Kept quantized: every product goes through candle's quantized
+    /// matmul, and `weight` is unused (an empty tensor).
+    quantized: Option<candle_core::quantized::QMatMul>,
 }
 
 impl Linear {
@@ -53,7 +60,25 @@ impl Linear {
             candle: candle_nn::Linear::new(weight.clone(), bias.clone()),
             weight,
             bias,
+            quantized: None,
         }
+    }
+
+    /// A weight kept in its quantized blocks (`[output, input]`, no bias:
+    /// no GGUF llama carries one on a quantized tensor).
+    pub fn quantized(weight: candle_core::quantized::QTensor) -> Result<Self> {
+        let device = weight.device();
+        let empty = Tensor::zeros(0, DType::F32, &device)?;
+        Ok(Self {
+            candle: candle_nn::Linear::new(empty.clone(), None),
+            weight: empty,
+            bias: None,
+            quantized: Some(candle_core::quantized::QMatMul::from_qtensor(weight)?),
+        })
+    }
+
+    pub fn is_quantized(&self) -> bool {
+        self.quantized.is_some()
     }
 
     pub fn weight(&self) -> &Tensor {
@@ -63,6 +88,10 @@ impl Linear {
     /// `x`: `[..., input]` → `[..., output]`, by the fastest path for its
     /// row count, dtype and device.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(q) = &self.quantized {
+            use candle_core::Module;
+            return Ok(q.forward(&x.contiguous()?)?);
+        }
         let rows = self.rows(x)?;
         if !self.on_cpu_in_f32(x) || rows == 0 || rows > TRANSPOSED_MAX_ROWS {
             self.forward_candle(x)

@@ -27,3 +27,27 @@ pub fn tiny(name: &str) -> PathBuf {
     );
     dir
 }
+
+/// SmolLM2-135M-Instruct's GGUF where `scripts/fetch-smollm2.sh` puts it
+/// (or `$SPECBENCH_SMOLLM2`). Absent: `None` after a loud note, so that a
+/// machine without it still runs the rest; under CI (which runs the fetch
+/// script first) absence fails the test instead.
+pub fn smollm2() -> Option<PathBuf> {
+    let path = match std::env::var_os("SPECBENCH_SMOLLM2") {
+        Some(p) => PathBuf::from(p),
+        None => specbench::model::gguf::cache_dir()?.join("SmolLM2-135M-Instruct.Q4_1.gguf"),
+    };
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing under CI: .ci/run must call scripts/fetch-smollm2.sh first",
+        path.display()
+    );
+    eprintln!(
+        "\n*** SKIPPED: {} is absent: run scripts/fetch-smollm2.sh to test on the real SmolLM2 GGUF ***\n",
+        path.display()
+    );
+    None
+}
