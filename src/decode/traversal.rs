@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::round::Session;
 use super::walk::Walker;
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, process};
+use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, process};
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
 use crate::select::Scheme;
@@ -83,6 +83,7 @@ fn path_records(tree: &DraftTree, node: usize, length: usize) -> Vec<NodeRecord>
             landed: t < kept,
             accept: None,
             pstar: None,
+            table3: TokenAccepts::default(),
         })
         .collect()
 }
