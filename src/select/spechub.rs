@@ -89,8 +89,8 @@ struct HubNode<'a> {
     unused_hub: f64,
     /// `p1(a) = (p(a) − Σ d2)_+`: `a`'s need after pairs `(a, i)`.
     hub_need: f64,
-    /// The final residual `p2`, over the vocabulary: `(p1 − q_a)_+` off
-    /// `a`, `(p1(a) − Σ d1)_+` at `a`.
+    /// The final residual `p2`, aligned with `p.support()` (it is at most
+    /// `p`): `(p1 − q_a)_+` off `a`, `(p1(a) − Σ d1)_+` at `a`.
     residual: Vec<f64>,
     acceptance: Option<f64>,
 }
@@ -109,21 +109,35 @@ impl<'a> HubNode<'a> {
             unused_first: 0.0,
             unused_hub: 0.0,
             hub_need: 0.0,
-            residual: vec![0.0; p.vocab()],
+            residual: Vec::new(),
             acceptance,
         };
-        for i in 0..p.vocab() as u32 {
-            if i == hub {
-                continue;
-            }
-            let (pi, qi) = (p.get(i), q.get(i));
-            node.unused_first += (qi - pi).max(0.0);
-            let (p1, qa) = (node.p1(i), node.q_a(i));
-            node.unused_hub += (qa - p1).max(0.0);
-            node.residual[i as usize] = (p1 - qa).max(0.0);
+        // d1 and d2 live where q (so q_a) does; when q is all on the hub,
+        // q′ is greedy's uniform fallback and d2 covers the vocabulary.
+        let all: Vec<u32>;
+        let drafted = if q.support().len() > 1 {
+            q.support()
+        } else {
+            all = (0..p.vocab() as u32).collect();
+            &all
+        };
+        for &i in drafted.iter().filter(|&&i| i != hub) {
+            node.unused_first += (q.get(i) - p.get(i)).max(0.0);
+            node.unused_hub += (node.q_a(i) - node.p1(i)).max(0.0);
         }
         node.hub_need = (p.get(hub) - node.unused_hub).max(0.0);
-        node.residual[hub as usize] = (node.hub_need - node.unused_first).max(0.0);
+        let hub_left = (node.hub_need - node.unused_first).max(0.0);
+        node.residual = p
+            .support()
+            .iter()
+            .map(|&i| {
+                if i == hub {
+                    hub_left
+                } else {
+                    (node.p1(i) - node.q_a(i)).max(0.0)
+                }
+            })
+            .collect();
         node
     }
 
@@ -170,7 +184,7 @@ impl Prepared for HubNode<'_> {
         }
         // A residual without mass only through rounding: sample p.
         match crate::dist::sample_index(&self.residual, rng.uniform()) {
-            Some(y) if self.residual_mass() > 0.0 => y as u32,
+            Some(i) if self.residual_mass() > 0.0 => self.p.support()[i],
             _ => self.p.sample(rng.uniform()),
         }
     }
@@ -185,8 +199,8 @@ impl Prepared for HubNode<'_> {
         }
         let mass = self.residual_mass();
         if mass > 0.0 {
-            for (out, r) in law.iter_mut().zip(&self.residual) {
-                *out += reach * r / mass;
+            for (&y, r) in self.p.support().iter().zip(&self.residual) {
+                law[y as usize] += reach * r / mass;
             }
         } else {
             for (out, py) in law.iter_mut().zip(self.p.probs()) {
