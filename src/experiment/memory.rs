@@ -68,8 +68,25 @@ impl MemoryEstimate {
     }
 }
 
+/// `12.85 B`, `125.2 M`.
+fn parameters(count: usize) -> String {
+    if count >= 1_000_000_000 {
+        format!("{:.2} B", count as f64 / 1e9)
+    } else {
+        format!("{:.1} M", count as f64 / 1e6)
+    }
+}
+
+/// Bytes for people: `25.7 GB`, `14.0 MB`, `3 kB`.
 pub fn gb(bytes: u64) -> String {
-    format!("{:.1} GB", bytes as f64 / 1e9)
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.0} kB", b / 1e3)
+    }
 }
 
 /// The estimate for `cells` of `config`; `None` when neither model has
@@ -145,8 +162,8 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
     for (name, known) in [(&m.target, &target), (&m.draft, &draft)] {
         match known {
             Some(k) => shapes.push(format!(
-                "{name}: {:.2} B parameters, {} layers ({})",
-                k.shape.parameters as f64 / 1e9,
+                "{name}: {} parameters, {} layers ({})",
+                parameters(k.shape.parameters),
                 k.shape.layers,
                 k.source
             )),

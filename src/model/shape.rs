@@ -49,17 +49,19 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
             source: format!("public OPT-{size} shape"),
         }));
     }
+    // A config this cannot read (missing, another architecture) leaves the
+    // size unknown: loading then fails with the loader's own message.
     let folder = Path::new(name);
     if folder.is_dir() {
         let config = folder.join("config.json");
-        return Ok(Some(KnownShape {
-            shape: from_config_file(&config)?,
+        return Ok(from_config_file(&config).ok().map(|shape| KnownShape {
+            shape,
             source: config.display().to_string(),
         }));
     }
     if let Some(config) = cached_config(name, revision) {
-        return Ok(Some(KnownShape {
-            shape: from_config_file(&config)?,
+        return Ok(from_config_file(&config).ok().map(|shape| KnownShape {
+            shape,
             source: format!("{} (Hugging Face cache)", config.display()),
         }));
     }
