@@ -25,7 +25,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome, Variable};
+use microlp::{
+    ComparisonOp, OptimizationDirection, Problem, SolutionStatus, SolveOutcome, Variable,
+};
 
 use crate::select::{DraftLaw, Drafts};
 
