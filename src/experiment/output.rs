@@ -220,6 +220,41 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A `cells.csv` from before [`LATER_COLUMNS`] reads (those cells read
+    /// them as empty) but is not resumed into: its rows would not line up.
+    #[test]
+    fn an_older_header_reads_but_is_not_resumed() {
+        let dir = std::env::temp_dir().join(format!("specbench-output-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(CELLS_FILE);
+        let row = CellRow {
+            cell_id: "dolly/1.2/K2/is/seed1".into(),
+            mean_accept_is: Some(0.5),
+            ..CellRow::default()
+        };
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let columns = header();
+        let keep: Vec<usize> = (0..columns.len())
+            .filter(|&i| !LATER_COLUMNS.contains(&columns[i].as_str()))
+            .collect();
+        let old: String = text
+            .lines()
+            .map(|line| {
+                let fields: Vec<&str> = line.split(',').collect();
+                let kept: Vec<&str> = keep.iter().map(|&i| fields[i]).collect();
+                kept.join(",") + "\n"
+            })
+            .collect();
+        std::fs::write(&path, old).unwrap();
+        let rows = read_rows(&path, false).unwrap();
+        assert_eq!(rows[0].cell_id, row.cell_id);
+        assert_eq!(rows[0].mean_accept_is, None);
+        assert!(read_rows(&path, true).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn differences_are_named_by_path() {
         let a = serde_json::json!({"decode": {"top_p": 0.95, "draft_len": 5}, "name": "x"});

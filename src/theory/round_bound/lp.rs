@@ -25,7 +25,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome, Variable};
+use microlp::{
+    ComparisonOp, OptimizationDirection, Problem, SolutionStatus, SolveOutcome, Variable,
+};
 
 use crate::select::{DraftLaw, Drafts};
 
@@ -168,9 +170,11 @@ pub struct Bound {
 
 fn solved(problem: &Problem, what: &str) -> Result<f64, String> {
     match problem.solve() {
-        Ok(SolveOutcome::Solution(solution)) => Ok(solution.objective()),
+        Ok(SolveOutcome::Solution(solution)) if solution.status() == SolutionStatus::Optimal => {
+            Ok(solution.objective())
+        }
         Ok(other) => Err(format!(
-            "the round {what} stopped without a solution: {other:?}"
+            "the round {what} stopped without a proven optimum: {other:?}"
         )),
         Err(error) => Err(format!("the round {what} failed: {error}")),
     }
