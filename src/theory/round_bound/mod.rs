@@ -9,17 +9,26 @@ pub mod lp;
 use std::fmt::Write as _;
 
 use crate::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
-use crate::select::{DraftLaw, Scheme, build, drafts_used};
+use crate::select::{DraftLaw, Drafts, Scheme, build, drafts_used};
 
 pub use instance::{Instance, InstanceFile};
 use lp::{Bound, drafted_tries, round_dual, round_lp};
 
-/// The sequence-level verifiers `round-bound` lists by default, in order:
-/// block verification, SpecInfer (the walk, `SCHEMES.md` §2.1) and RSD.
-/// A scheme whose exact round law `decode::exact::round_law` enumerates is
-/// one more entry here (Traversal Verification's modes and SpecHub, on
-/// their own branch, go here).
-pub const SCHEMES: &[&str] = &["block", "specinfer", "rsd"];
+/// The verifiers `round-bound` lists by default, in order: block
+/// verification, SpecInfer (the walk, `SCHEMES.md` §2.1), RSD, SpecHub and
+/// Traversal Verification in its three tree modes. A scheme whose exact
+/// round law `decode::exact::round_law` enumerates, and whose drafting is
+/// its `draft_law()` at the root then independent chains, is one more
+/// entry here.
+pub const SCHEMES: &[&str] = &[
+    "block",
+    "specinfer",
+    "rsd",
+    "spechub",
+    "traversal",
+    "traversal:tree=merged",
+    "traversal:tree=distinct",
+];
 
 /// One scheme: its exact E[tokens per round] and the LP for its drafting.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -56,6 +65,9 @@ pub struct RoundBoundReport {
     pub length: usize,
     pub rows: Vec<SchemeRow>,
     pub bounds: Vec<DraftingBound>,
+    /// Schemes that cannot run on this instance (SpecHub at K = 3), with
+    /// the scheme's own reason.
+    pub not_run: Vec<(String, String)>,
 }
 
 /// Computes the report: every scheme of `schemes` (default [`SCHEMES`])
@@ -80,9 +92,15 @@ pub fn round_bound(
     }
     let mut bounds: Vec<DraftingBound> = Vec::new();
     let mut rows = Vec::new();
+    let mut not_run = Vec::new();
+    let root = instance.draft(&[]);
     for name in names {
         let scheme = build(&name).map_err(|e| e.to_string())?;
         let k = drafts_used(scheme.as_ref(), instance.drafts);
+        if let Err(why) = scheme.supports(&Drafts::identical(&root, k)) {
+            not_run.push((name, why.to_string()));
+            continue;
+        }
         let law = scheme.draft_law();
         let (tokens, law_error) =
             enumerate(instance, scheme.as_ref()).map_err(|e| format!("{name}: {e}"))?;
@@ -117,6 +135,7 @@ pub fn round_bound(
         length: instance.length,
         rows,
         bounds,
+        not_run,
     })
 }
 
@@ -174,6 +193,9 @@ impl RoundBoundReport {
                 100.0 * (row.bound / row.tokens - 1.0),
                 row.law_error
             );
+        }
+        for (scheme, why) in &self.not_run {
+            let _ = writeln!(out, "not run: {scheme}: {why}");
         }
         let _ = writeln!(out);
         for bound in &self.bounds {
