@@ -90,13 +90,13 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64,
             for block in &mut blocks {
                 for (m, &l) in max.iter_mut().zip(block) {
                     let l: f64 = l.into();
-                    bad |= !(l < f64::INFINITY);
+                    bad |= invalid(l);
                     *m = if l > *m { l } else { *m };
                 }
             }
             for &l in blocks.remainder() {
                 let l: f64 = l.into();
-                bad |= !(l < f64::INFINITY);
+                bad |= invalid(l);
                 max[0] = if l > max[0] { l } else { max[0] };
             }
             (max.into_iter().fold(f64::NEG_INFINITY, f64::max), bad)
@@ -106,10 +106,16 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64,
             |a, b| (a.0.max(b.0), a.1 | b.1),
         );
     if bad {
-        let l = logits.iter().position(|&l| !(l.into() < f64::INFINITY));
+        let l = logits.iter().position(|&l| invalid(l.into()));
         return Err(l.unwrap_or(0));
     }
     Ok(max)
+}
+
+/// NaN or `+∞`: what no model should produce.
+#[inline(always)]
+fn invalid(l: f64) -> bool {
+    l.is_nan() || l == f64::INFINITY
 }
 
 /// `exp((l − max) / temperature)` for every logit and their total.
