@@ -31,8 +31,8 @@ const LOWEST: f64 = -745.2;
 const SHIFT: f64 = 6_755_399_441_055_744.0;
 /// ln 2 split as fdlibm does: a head with 32 trailing zero bits (so that
 /// `k · LN2_HI` and `x − k · LN2_HI` are exact) and the rest.
-const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 
 /// `1/n!` for n = 2 … 13: `(eʳ − 1 − r) / r²` to below 2⁻⁵⁸ on
 /// `|r| ≤ ln 2 / 2`.
