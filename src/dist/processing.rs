@@ -164,16 +164,8 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
     use rayon::prelude::*;
     let target = top_p * total;
-    let histograms: Vec<[f64; BUCKETS]> = weights
-        .par_chunks(weights::CHUNK)
-        .map(|chunk| {
-            let mut mass = [0.0f64; BUCKETS];
-            for &w in chunk {
-                mass[bucket(w)] += w;
-            }
-            mass
-        })
-        .collect();
+    let histograms: Vec<[f64; BUCKETS]> =
+        weights.par_chunks(weights::CHUNK).map(histogram).collect();
     let mut above = 0.0;
     let mut crossing = BUCKETS - 1;
     for b in 0..BUCKETS {
@@ -184,18 +176,18 @@ fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
         }
         above += mass;
     }
+    // The crossing bucket's smallest weight (any positive one for the last).
+    let lowest = if crossing == BUCKETS - 1 {
+        0.0
+    } else {
+        f64::from_bits(((4095 - crossing) as u64) << 50)
+    };
     let candidates: Vec<(f64, u32)> = weights
         .par_chunks(weights::CHUNK)
         .enumerate()
-        .flat_map_iter(|(c, chunk)| {
-            let first = (c * weights::CHUNK) as u32;
-            chunk
-                .iter()
-                .enumerate()
-                .filter(move |&(_, &w)| w > 0.0 && bucket(w) <= crossing)
-                .map(move |(i, &w)| (w, first + i as u32))
-        })
-        .collect();
+        .map(|(c, chunk)| at_least(chunk, (c * weights::CHUNK) as u32, lowest))
+        .collect::<Vec<_>>()
+        .concat();
     let mut edge: Vec<(f64, u32)> = candidates
         .iter()
         .copied()
@@ -215,6 +207,43 @@ fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
         }
     }
     nucleus_by_sorting(weights, target)
+}
+
+/// One chunk's mass per bucket. Four interleaved tables, so that runs of
+/// tokens in one bucket do not wait on each other's additions.
+fn histogram(chunk: &[f64]) -> [f64; BUCKETS] {
+    let mut tables = [[0.0f64; BUCKETS]; 4];
+    let mut quads = chunk.chunks_exact(4);
+    for quad in &mut quads {
+        for (table, &w) in tables.iter_mut().zip(quad) {
+            table[bucket(w)] += w;
+        }
+    }
+    for &w in quads.remainder() {
+        tables[0][bucket(w)] += w;
+    }
+    let mut mass = [0.0f64; BUCKETS];
+    for (b, m) in mass.iter_mut().enumerate() {
+        *m = (tables[0][b] + tables[1][b]) + (tables[2][b] + tables[3][b]);
+    }
+    mass
+}
+
+/// The positive weights `>= lowest` of a chunk whose first id is `first`,
+/// in id order. Few tokens pass: blocks of 8 are tested at once and only a
+/// block with one is looked at token by token.
+fn at_least(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> {
+    let mut out = Vec::new();
+    for (b, block) in chunk.chunks(8).enumerate() {
+        if block.iter().fold(false, |any, &w| any | (w >= lowest)) {
+            for (i, &w) in block.iter().enumerate() {
+                if w >= lowest && w > 0.0 {
+                    out.push((w, first + (b * 8 + i) as u32));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Buckets of [`nucleus`]: 4 per octave from 1 down, the last one holding

@@ -31,8 +31,8 @@ const LOWEST: f64 = -745.2;
 const SHIFT: f64 = 6_755_399_441_055_744.0;
 /// ln 2 split as fdlibm does: a head with 32 trailing zero bits (so that
 /// `k · LN2_HI` and `x − k · LN2_HI` are exact) and the rest.
-const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 
 /// `1/n!` for n = 2 … 13: `(eʳ − 1 − r) / r²` to below 2⁻⁵⁸ on
 /// `|r| ≤ ln 2 / 2`.
@@ -90,13 +90,13 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64,
             for block in &mut blocks {
                 for (m, &l) in max.iter_mut().zip(block) {
                     let l: f64 = l.into();
-                    bad |= !(l < f64::INFINITY);
+                    bad |= invalid(l);
                     *m = if l > *m { l } else { *m };
                 }
             }
             for &l in blocks.remainder() {
                 let l: f64 = l.into();
-                bad |= !(l < f64::INFINITY);
+                bad |= invalid(l);
                 max[0] = if l > max[0] { l } else { max[0] };
             }
             (max.into_iter().fold(f64::NEG_INFINITY, f64::max), bad)
@@ -106,10 +106,16 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64,
             |a, b| (a.0.max(b.0), a.1 | b.1),
         );
     if bad {
-        let l = logits.iter().position(|&l| !(l.into() < f64::INFINITY));
+        let l = logits.iter().position(|&l| invalid(l.into()));
         return Err(l.unwrap_or(0));
     }
     Ok(max)
+}
+
+/// NaN or `+∞`: what no model should produce.
+#[inline(always)]
+fn invalid(l: f64) -> bool {
+    l.is_nan() || l == f64::INFINITY
 }
 
 /// `exp((l − max) / temperature)` for every logit and their total.

@@ -306,3 +306,65 @@ fn bad_truncations_are_one_line_errors() {
         assert!(err.contains(bad) && err.contains("p0.95"), "{err}");
     }
 }
+
+#[test]
+fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
+    let out = specbench(&[
+        "bench",
+        "round",
+        "--drafts",
+        "1,3",
+        "--prompts",
+        "20",
+        "--draft-temps",
+        "1.2,2.4",
+        "--target-size",
+        "125m",
+        "--generations",
+        "1",
+        "--tokens",
+        "12",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in rows {
+        let rounds = row["rounds"].as_u64().unwrap();
+        let per_round = row["tokens_per_round"].as_f64().unwrap();
+        // 12 tokens, L + 1 = 6 at most per round: at least 2 rounds.
+        assert!(rounds >= 2 && (1.0..=6.0).contains(&per_round), "{row}");
+        let host = row["host_ms"].as_f64().unwrap();
+        let parts = row["selection_ms"].as_f64().unwrap() + row["kv_ms"].as_f64().unwrap();
+        assert!(host > 0.0 && parts <= host, "{row}");
+    }
+}
+
+#[test]
+fn bench_round_refuses_bad_settings_in_one_line() {
+    for args in [
+        &["--target-size", "7x"][..],
+        &["--top-p", "1.5"],
+        &["--draft-temps", "0"],
+        &["--scheme", "nonesuch"],
+    ] {
+        let mut all = vec![
+            "bench",
+            "round",
+            "--prompts",
+            "4",
+            "--drafts",
+            "2",
+            "--tokens",
+            "2",
+        ];
+        all.extend_from_slice(args);
+        let out = specbench(&all);
+        assert!(!out.status.success(), "{args:?}");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
