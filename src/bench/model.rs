@@ -234,7 +234,8 @@ fn bench_gguf(
     if !crate::model::gguf::is_gguf(path) {
         anyhow::bail!("--model takes a .gguf file ('{path}' is not one): OPT shapes are --sizes");
     }
-    let file = GgufFile::open(std::path::Path::new(path))?;
+    let (local, _, _) = crate::model::gguf::resolve(path, None)?;
+    let file = GgufFile::open(&local)?;
     let (parameters, weight_bytes) = file
         .content
         .tensor_infos

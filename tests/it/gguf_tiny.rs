@@ -425,3 +425,51 @@ fn broken_or_unsupported_gguf_files_fail_with_one_line_naming_the_fix() {
     assert!(err.contains("no such file"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gguf_file_in_a_hub_repo_loads_like_the_local_file_and_then_offline() {
+    use crate::common::hub_server::TestHub;
+    use std::process::Command;
+    let dir = scratch("gguf", "hub");
+    let path = dir.join("llama-tiny.q8_0.gguf");
+    write_llama_tiny(&path, GgmlDType::Q8_0, |_| {});
+    let hub = TestHub::start();
+    let files = [(
+        "llama-tiny.q8_0.gguf".to_string(),
+        std::fs::read(&path).unwrap(),
+    )];
+    hub.commit(
+        "models/acme/llama-gguf",
+        "main",
+        files.into_iter().collect(),
+    );
+    let home = dir.join("hf-home");
+    let logits = |model: &str, offline: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_specbench"));
+        command
+            .args([
+                "inspect", "logits", "--model", model, "--ids", "1,5,7", "--json",
+            ])
+            .env("HF_ENDPOINT", &hub.url)
+            .env("HF_HOME", &home)
+            .env_remove("HF_TOKEN");
+        if offline {
+            command.env("HF_HUB_OFFLINE", "1");
+        } else {
+            command.env_remove("HF_HUB_OFFLINE");
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let local = logits(path.to_str().unwrap(), false);
+    assert_eq!(logits("acme/llama-gguf:llama-tiny.q8_0.gguf", false), local);
+    let requests = hub.seen().len();
+    assert_eq!(logits("acme/llama-gguf:llama-tiny.q8_0.gguf", true), local);
+    assert_eq!(hub.seen().len(), requests, "offline made a request");
+    let _ = std::fs::remove_dir_all(&dir);
+}

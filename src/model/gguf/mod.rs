@@ -73,7 +73,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// The local path of a GGUF model name (downloading a hub file), the
 /// `tokenizer.json` beside it if any, and what pins it.
-fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<PathBuf>, String)> {
+pub fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<PathBuf>, String)> {
     if let Some(file) = name.strip_prefix("cache:") {
         let dir = cache_dir().ok_or_else(|| {
             anyhow::anyhow!(

@@ -19,11 +19,13 @@ use crate::model::llama::LlamaWeights;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Matmul {
-    /// Dequantized at load to the run's dtype (every decoder path).
+    /// Dequantized at load to the run's dtype (every decoder path): the
+    /// faster on a decode step here (`docs/gguf.md`), so the default.
+    #[default]
     Dequantized,
     /// Kept in their quantized blocks on the CPU, multiplied by candle's
-    /// quantized matmul: faster on a decode step (`docs/gguf.md`).
-    #[default]
+    /// quantized matmul: a quarter of the bytes, but candle 0.11's CPU
+    /// kernels ran a SmolLM2 decode step ~6× slower than the f32 path.
     Quantized,
 }
 
