@@ -76,6 +76,11 @@ pub mod palette {
     pub const WINE: Rgb = Rgb(0x88, 0x22, 0x55);
     pub const GREY: Rgb = Rgb(0x77, 0x77, 0x77);
     pub const BROWN: Rgb = Rgb(0x8C, 0x56, 0x4B);
+    /// Paul Tol's "vibrant" magenta and "muted" dark green: the two newest
+    /// scheme families (Traversal Verification, SpecHub), apart from every
+    /// colour above.
+    pub const MAGENTA: Rgb = Rgb(0xEE, 0x33, 0x77);
+    pub const DARK_GREEN: Rgb = Rgb(0x11, 0x77, 0x33);
 
     /// Colours for labels no entry claims, in hash order.
     pub const POOL: [Rgb; 14] = [

@@ -24,7 +24,7 @@ pub const ENTRY: Entry = Entry {
     summary: "SpecHub (Sun et al.): the hub a = argmax q and one more token, K = 2",
     params: &[],
     acceptance: "p(a) + Σ_{z≠a} min(p, q′) (= greedy at K = 2)",
-    look: Look::new(palette::SAND, Marker::Triangle),
+    look: Look::new(palette::DARK_GREEN, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: true,
     build: |_| Ok(Box::new(SpecHub)),

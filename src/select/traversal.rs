@@ -35,15 +35,15 @@ pub const ENTRY: Entry = Entry {
         help: "mult: i.i.d. chains merged into a trie, a repeated token kept as a copy input; merged: the trie of distinct children; distinct: root children drafted without replacement (as rsd), each chain verified as a block",
     }],
     acceptance: "≥ SpecInfer's per round (no simple form); at one node SpecInfer's 1 − Π TV (mult)",
-    look: Look::new(palette::BLUE, Marker::Triangle),
+    look: Look::new(palette::MAGENTA, Marker::Triangle),
     variant_looks: &[
         (
             "traversal:tree=merged",
-            Look::new(palette::BLUE, Marker::Square),
+            Look::new(palette::MAGENTA, Marker::Square),
         ),
         (
             "traversal:tree=distinct",
-            Look::new(palette::BLUE, Marker::Cross),
+            Look::new(palette::MAGENTA, Marker::Cross),
         ),
     ],
     in_bench_defaults: false,
