@@ -245,7 +245,10 @@ fn the_fetch_script_refuses_a_cached_file_with_the_wrong_sha256() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("wrong sha256") && err.contains("delete it"), "{err}");
+    assert!(
+        err.contains("wrong sha256") && err.contains("delete it"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&cached).unwrap(), b"GGUF, but cut short");
     std::fs::remove_dir_all(&cache).unwrap();
 }

@@ -273,13 +273,16 @@ fn table3_averages_every_row_over_the_is_runs_nodes() {
     );
 }
 
-/// `results/tiny` was written before the closed forms were logged at every
-/// node: it still loads, and Table 3 says its rows are over each run's own
-/// nodes.
+/// Results written before the closed forms were logged at every node
+/// (`tests/fixtures/results-before-table3-columns`, the committed
+/// `results/tiny` of that time): they still load in `report`, `plot` and
+/// `compare`, and Table 3 says its rows are over each run's own nodes.
 #[test]
 fn table3_of_an_older_run_falls_back_and_says_so() {
-    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/tiny");
-    let results = load(&[tiny]).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let old = root.join("tests/fixtures/results-before-table3-columns");
+    let results = load(std::slice::from_ref(&old)).unwrap();
+    assert!(!results.rows.is_empty());
     assert!(results.rows.iter().all(|r| r.mean_accept_is.is_none()));
     let markdown = render(&build_report(&results), Format::Markdown);
     assert!(markdown.contains("Table 3"), "{markdown}");
@@ -288,6 +291,31 @@ fn table3_of_an_older_run_falls_back_and_says_so() {
         "{markdown}"
     );
     assert!(markdown.contains("| rsd |") || markdown.contains("| specinfer |"));
+
+    let plots = scratch("old-plots");
+    let out = specbench(&[
+        "plot",
+        old.to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(plots.join("fig3-dolly.svg").is_file());
+    // An old run against the current results/tiny: compared, whatever the
+    // verdict (the schemes and the models' precision differ).
+    let tiny = root.join("results/tiny");
+    let out = specbench(&["compare", old.to_str().unwrap(), tiny.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("block_efficiency"), "{text}");
 }
 
 #[test]
