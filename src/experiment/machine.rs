@@ -123,10 +123,23 @@ fn visible_device(ordinal: usize) -> String {
         .unwrap_or_else(|| ordinal.to_string())
 }
 
+/// The CPU model from /proc/cpuinfo (Linux), or the architecture.
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, name)| name.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
 /// The manifest's `machine` object: `kind` and `cpu_model` always; on
 /// CUDA the GPU's fields (each `null` where nothing answered).
 pub fn describe(device: DeviceChoice) -> Value {
-    let cpu = super::manifest::cpu_name();
+    let cpu = cpu_name();
     let DeviceChoice::Cuda(ordinal) = device else {
         return json!({"kind": "cpu", "cpu_model": cpu});
     };

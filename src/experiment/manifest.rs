@@ -147,7 +147,7 @@ pub fn describe(
             "tokenizer": models.tokenizer.id(),
         },
         "device": config.models.device,
-        "cpu": cpu_name(),
+        "cpu": super::machine::cpu_name(),
         // The GPU (or CPU) that ran it, so merge and compare can tell
         // machines apart (`machine::describe`).
         "machine": super::machine::describe(super::memory::resolved_device(config.models.device)),
@@ -163,17 +163,4 @@ pub fn describe(
         "shard": options.shard.map(|(i, n)| format!("{i}/{n}")),
         "skipped": plan.skipped,
     })
-}
-
-/// The CPU model from /proc/cpuinfo (Linux), or the architecture.
-pub fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, name)| name.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }

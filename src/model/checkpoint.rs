@@ -6,46 +6,17 @@
 use std::collections::HashMap;
 
 use anyhow::{Context, Result, bail};
-use candle_core::{DType, Device, Tensor};
+use candle_core::Tensor;
 use candle_nn::VarBuilder;
 
 use super::device::{device_name, dtype_name};
-use super::gguf::{GgufOptions, is_gguf, load_gguf};
+use super::gguf::{is_gguf, load_gguf};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
 use super::llama::{Llama, LlamaConfig};
+pub use super::load::{LoadOptions, Loaded};
 use super::opt::{Opt, OptConfig};
 use super::{CausalLm, ModelInfo};
-
-/// How to load: where and in what precision.
-#[derive(Clone, Debug)]
-pub struct LoadOptions {
-    pub revision: Option<String>,
-    pub device: Device,
-    pub dtype: DType,
-    /// GGUF files only: matmul path, re-quantization.
-    pub gguf: GgufOptions,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        Self {
-            revision: None,
-            device: Device::Cpu,
-            dtype: DType::F32,
-            gguf: GgufOptions::default(),
-        }
-    }
-}
-
-/// A loaded model with the tokenizer its folder ships (if any).
-pub struct Loaded {
-    pub model: Box<dyn CausalLm>,
-    pub tokenizer: Option<HfTokenizer>,
-    pub files: ModelFiles,
-    /// The architecture config.json names (`opt`, …).
-    pub architecture: String,
-}
 
 /// The architectures this build computes.
 pub const ARCHITECTURES: &[&str] = &["opt", "llama", "qwen2"];

@@ -15,6 +15,7 @@ pub mod hub;
 pub mod kv_cache;
 pub mod layers;
 pub mod llama;
+pub mod load;
 pub mod logits;
 pub mod opt;
 pub mod pair;

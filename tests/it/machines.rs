@@ -63,7 +63,7 @@ fn a_cpu_run_records_the_cpu_model_and_no_gpu_fields() {
     assert_eq!(machine["kind"], "cpu");
     let cpu = machine["cpu_model"].as_str().unwrap();
     assert!(!cpu.is_empty());
-    assert_eq!(cpu, specbench::experiment::manifest::cpu_name());
+    assert_eq!(cpu, specbench::experiment::machine::cpu_name());
     let mut fields: Vec<&String> = machine.as_object().unwrap().keys().collect();
     fields.sort();
     assert_eq!(fields, ["cpu_model", "kind"], "no GPU fields on the CPU");

@@ -18,39 +18,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use self::file::GgufFile;
-use self::quant::{Quant, dtype_name};
+use self::quant::dtype_name;
 use self::weights::{GgufWeights, Matmul};
-use super::checkpoint::{LoadOptions, Loaded};
 use super::device::{device_name, dtype_name as run_dtype_name};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, TokenizerFiles, WeightFormat};
 use super::llama::{Llama, LlamaConfig};
+pub use super::load::GgufOptions;
+use super::load::{LoadOptions, Loaded};
 use super::{CausalLm, ModelInfo};
 
 /// The `general.architecture` values read here (tensor names and metadata
 /// as llama.cpp writes them for these).
 pub const ARCHITECTURES: &[&str] = &["llama", "qwen2"];
-
-/// How a GGUF model is loaded beyond device and dtype.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GgufOptions {
-    pub matmul: Matmul,
-    /// Re-quantize the block matrices at load (a quantized self-draft).
-    pub requant: Option<Quant>,
-    /// Put Q/K rows back in Hugging Face's order (always, except to show
-    /// what skipping it costs).
-    pub reorder_qk: bool,
-}
-
-impl Default for GgufOptions {
-    fn default() -> Self {
-        Self {
-            matmul: Matmul::default(),
-            requant: None,
-            reorder_qk: true,
-        }
-    }
-}
 
 /// Whether `name` names a GGUF file (local or `org/repo:file.gguf`).
 pub fn is_gguf(name: &str) -> bool {
