@@ -172,9 +172,9 @@ pub struct InspectLogitsArgs {
     pub json: bool,
 }
 
-/// `specbench run`: the config, then overrides of any of its fields.
+/// The experiment config `run` and `fetch` read, by position or flag.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct ConfigArg {
     /// Experiment config (TOML). Default: experiments/default.toml, or the
     /// copy built into the binary when run outside a checkout.
     #[arg(conflicts_with = "config_flag")]
@@ -182,6 +182,20 @@ pub struct RunArgs {
     /// The same, as a flag (`--config experiments/tiny.toml`).
     #[arg(long = "config", value_name = "CONFIG")]
     pub config_flag: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    /// The config file named, if any.
+    pub fn path(&self) -> Option<&PathBuf> {
+        self.config.as_ref().or(self.config_flag.as_ref())
+    }
+}
+
+/// `specbench run`: the config, then overrides of any of its fields.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
     /// Output directory (default results/<name>, results/<name>/shard-i-of-N for a shard).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -207,12 +221,8 @@ pub struct RunArgs {
 /// `specbench fetch`: a config and the same overrides `run` takes.
 #[derive(Debug, Args)]
 pub struct FetchArgs {
-    /// Experiment config (TOML), as for `run`.
-    #[arg(conflicts_with = "config_flag")]
-    pub config: Option<PathBuf>,
-    /// The same, as a flag.
-    #[arg(long = "config", value_name = "CONFIG")]
-    pub config_flag: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArg,
     /// Overrides of the config's fields (those that name models, revisions
     /// and datasets decide what is fetched).
     #[command(flatten)]

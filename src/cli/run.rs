@@ -29,10 +29,7 @@ fn load_config(
 /// `specbench fetch`: downloads what the config needs, then prints the
 /// command that runs it offline (the same arguments after `run`).
 pub fn fetch_config(args: FetchArgs) -> Result<(), String> {
-    let (config, _) = load_config(
-        args.config.as_ref().or(args.config_flag.as_ref()),
-        &args.overrides,
-    )?;
+    let (config, _) = load_config(args.config.path(), &args.overrides)?;
     for fetched in crate::experiment::fetch::fetch(&config).map_err(line)? {
         println!("{fetched}");
     }
@@ -59,10 +56,7 @@ fn shell_quote(arg: &str) -> String {
 }
 
 pub fn run_experiment(args: RunArgs) -> Result<(), String> {
-    let (config, source) = load_config(
-        args.config.as_ref().or(args.config_flag.as_ref()),
-        &args.overrides,
-    )?;
+    let (config, source) = load_config(args.config.path(), &args.overrides)?;
     // Before anything runs: every pool takes this count from here on.
     crate::threads::configure(config.models.threads).map_err(line)?;
     let options = RunOptions {

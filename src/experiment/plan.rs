@@ -113,6 +113,14 @@ impl Plan {
             .cloned()
             .collect()
     }
+
+    /// The cells a run (or its dry run) covers: one shard, or all.
+    pub fn cells_of(&self, shard: Option<(usize, usize)>) -> Vec<Cell> {
+        match shard {
+            Some((index, count)) => self.shard(index, count),
+            None => self.cells.clone(),
+        }
+    }
 }
 
 /// Fills a plan group by group (the order shards and `--resume` rely on).

@@ -19,10 +19,7 @@ pub fn preview(options: &RunOptions) -> Result<String> {
     let config = &options.config;
     config.validate()?;
     let plan = Plan::build(config)?;
-    let cells = match options.shard {
-        Some((i, n)) => plan.shard(i, n),
-        None => plan.cells.clone(),
-    };
+    let cells = plan.cells_of(options.shard);
     let mut out = String::new();
     let shard = match options.shard {
         Some((i, n)) => format!(", shard {i}/{n}"),

@@ -49,10 +49,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     let config = &options.config;
     config.validate()?;
     let plan = Plan::build(config)?;
-    let cells = match options.shard {
-        Some((i, n)) => plan.shard(i, n),
-        None => plan.cells.clone(),
-    };
+    let cells = plan.cells_of(options.shard);
     // Before any download or load: will the largest cell fit the device?
     if let Some(estimate) = super::memory::estimate(config, &cells)? {
         if let Some(warning) = super::memory::precision_warning(config, &estimate) {
