@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::model::device::DeviceChoice;
+use crate::model::device::{DeviceChoice, meminfo_bytes, read_meminfo};
 
 /// Overrides the device's free memory, in bytes or with a unit (`80GB`,
 /// `512MiB`): for tests, and to plan for a device other than this one.
@@ -41,14 +41,10 @@ pub fn device_memory(device: DeviceChoice) -> Option<DeviceMemory> {
     }
     match device {
         DeviceChoice::Cpu | DeviceChoice::Auto => {
-            let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-            let kib = |key: &str| -> Option<u64> {
-                let line = meminfo.lines().find(|l| l.starts_with(key))?;
-                line.split_whitespace().nth(1)?.parse().ok()
-            };
+            let meminfo = read_meminfo()?;
             Some(DeviceMemory {
-                free: kib("MemAvailable:")? * 1024,
-                total: kib("MemTotal:").map(|k| k * 1024),
+                free: meminfo_bytes(&meminfo, "MemAvailable")?,
+                total: meminfo_bytes(&meminfo, "MemTotal"),
                 source: "MemAvailable in /proc/meminfo".into(),
             })
         }

@@ -127,6 +127,22 @@ impl Precision {
     }
 }
 
+/// Linux's `/proc/meminfo` (None elsewhere), read for its fields with
+/// [`meminfo_bytes`].
+pub fn read_meminfo() -> Option<String> {
+    std::fs::read_to_string("/proc/meminfo").ok()
+}
+
+/// One field of `/proc/meminfo` text (`MemAvailable`, `MemTotal`), in bytes.
+pub fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| {
+        l.strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 pub fn dtype_name(dtype: DType) -> &'static str {
     match dtype {
         DType::F16 => "f16",

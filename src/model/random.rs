@@ -7,6 +7,7 @@
 
 use anyhow::{Result, bail};
 
+use super::device::{meminfo_bytes, read_meminfo};
 use super::opt::{opt_shape, parameter_count, random_opt};
 use super::tokenize::ByteTokenizer;
 use super::{CausalLm, ModelPair, PairSpec};
@@ -90,9 +91,9 @@ pub fn load_random_pair(spec: &PairSpec) -> Result<ModelPair> {
 /// Refuses up front what the kernel would kill half-way through drawing
 /// the weights (Linux: `MemAvailable`; elsewhere nothing is checked).
 fn check_host_memory(bytes: usize, spec: &PairSpec) -> Result<()> {
-    let Some(available) = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| mem_available_bytes(&text))
+    let Some(available) = read_meminfo()
+        .and_then(|text| meminfo_bytes(&text, "MemAvailable"))
+        .map(|bytes| bytes as usize)
     else {
         return Ok(());
     };
@@ -106,12 +107,6 @@ fn check_host_memory(bytes: usize, spec: &PairSpec) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn mem_available_bytes(meminfo: &str) -> Option<usize> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 #[cfg(test)]
@@ -139,8 +134,8 @@ mod tests {
     #[test]
     fn available_memory_is_read_from_meminfo() {
         let text = "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n";
-        assert_eq!(mem_available_bytes(text), Some(20_000_000 * 1024));
-        assert_eq!(mem_available_bytes("MemTotal: 1 kB\n"), None);
+        assert_eq!(meminfo_bytes(text, "MemAvailable"), Some(20_000_000 * 1024));
+        assert_eq!(meminfo_bytes("MemTotal: 1 kB\n", "MemAvailable"), None);
         // OPT-13B is 12.85 billion weights (the name rounds up).
         assert_eq!(
             parameter_count(&opt_shape("13b").unwrap()) / 10_000_000,
