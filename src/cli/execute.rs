@@ -174,7 +174,7 @@ fn theory_round_bound(args: RoundBoundArgs) -> Result<(), String> {
         }
         None => Instance::random(args.vocab, args.k, args.length, args.seed)?,
     };
-    let report = round_bound(&instance, args.schemes.as_deref(), args.dual)?;
+    let report = round_bound(&instance, args.schemes.as_deref(), args.check)?;
     print_result(&report, args.json, || report.to_table())
 }
 

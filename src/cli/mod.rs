@@ -317,12 +317,14 @@ pub struct RoundBoundArgs {
     /// Read the instance from this JSON file instead ({"vocab", "drafts", "length", "p": {"": [...], "0": [...], "0,1": [...]}, "q": {...}}).
     #[arg(long, conflicts_with_all = ["vocab", "k", "length", "seed"])]
     pub instance: Option<PathBuf>,
-    /// Comma-separated sequence-level schemes (default: block, specinfer, rsd).
+    /// Comma-separated sequence-level schemes (default: every scheme of
+    /// `theory::round_bound::SCHEMES`).
     #[arg(long)]
     pub schemes: Option<String>,
-    /// Also solve the LP's dual (a check: its value equals the LP's).
+    /// Also solve the full LP over drafted tries and its dual (small
+    /// instances; a check: both values equal the reported LP's).
     #[arg(long)]
-    pub dual: bool,
+    pub check: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -1,6 +1,7 @@
 //! `theory round-bound`: the round's optimum (an LP) against every
-//! sequence-level verifier's exact expected tokens per round, and two
-//! independent checks of the LP's value (its dual; `1 + P*` at L = 1).
+//! sequence-level verifier's exact expected tokens per round, and
+//! independent checks of the LP's value (the full LP over drafted tries and
+//! its dual, each solved on its own; `1 + P*` at L = 1).
 
 use crate::common;
 
@@ -9,10 +10,13 @@ use std::process::Command;
 use specbench::select::optimal::pstar;
 use specbench::select::{DraftLaw, Drafts};
 use specbench::theory::optimum;
-use specbench::theory::round_bound::{Instance, InstanceFile, SCHEMES, round_bound};
+use specbench::theory::round_bound::{
+    Instance, InstanceFile, RoundBoundReport, SCHEMES, round_bound,
+};
 
 /// Sizes the checks sweep: every (V, K, L) that solves in well under a
-/// second, and one with L = 3.
+/// second, and the larger ones with L = 3 (V = 4, K = 3, L = 3, the
+/// largest `round-bound` takes, has a test of its own).
 const SIZES: &[(usize, usize, usize)] = &[
     (2, 1, 1),
     (2, 2, 2),
@@ -22,9 +26,39 @@ const SIZES: &[(usize, usize, usize)] = &[
     (3, 2, 2),
     (3, 3, 2),
     (3, 1, 3),
+    (3, 3, 3),
     (4, 2, 2),
     (4, 3, 1),
 ];
+
+/// Every row of `report` at or below its LP, exact, and the LP's two bounds
+/// together.
+fn check_rows(report: &RoundBoundReport, at: &str) {
+    let l = report.length;
+    for row in &report.rows {
+        let at = format!("{} at {at}", row.scheme);
+        assert!(
+            row.tokens <= row.bound + 1e-8,
+            "{at}: {} > {}",
+            row.tokens,
+            row.bound
+        );
+        assert!(
+            row.tokens >= 1.0 && row.bound <= (l + 1) as f64 + 1e-9,
+            "{at}"
+        );
+        assert!(row.law_error < 1e-12, "{at}: law error {}", row.law_error);
+    }
+    for bound in &report.bounds {
+        let lp = &bound.lp;
+        assert!(
+            lp.upper >= lp.value && lp.upper - lp.value < 1e-9,
+            "{at}: LP between {} and {}",
+            lp.value,
+            lp.upper
+        );
+    }
+}
 
 #[test]
 fn every_scheme_stays_at_or_below_the_round_lp_and_is_exact() {
@@ -36,29 +70,32 @@ fn every_scheme_stays_at_or_below_the_round_lp_and_is_exact() {
             let not_run: Vec<&str> = report.not_run.iter().map(|(s, _)| s.as_str()).collect();
             assert_eq!(not_run, if k > 2 { vec!["spechub"] } else { vec![] });
             assert_eq!(report.rows.len() + not_run.len(), SCHEMES.len());
-            for row in &report.rows {
-                let at = format!("{} at V={v} K={k} L={l} seed {seed}", row.scheme);
-                assert!(
-                    row.tokens <= row.bound + 1e-8,
-                    "{at}: {} > {}",
-                    row.tokens,
-                    row.bound
-                );
-                assert!(
-                    row.tokens >= 1.0 && row.bound <= (l + 1) as f64 + 1e-9,
-                    "{at}"
-                );
-                assert!(row.law_error < 1e-12, "{at}: law error {}", row.law_error);
-            }
+            check_rows(&report, &format!("V={v} K={k} L={l} seed {seed}"));
         }
     }
+}
+
+/// The largest instance `round-bound` takes (~10⁶ variables in the full
+/// LP; 43,744 distinct drafted tries at K = 3): every scheme below the LP.
+#[test]
+fn the_largest_instance_solves_and_every_scheme_stays_below() {
+    let instance = Instance::random(4, 3, 3, 1).unwrap();
+    let report = round_bound(&instance, None, false).unwrap();
+    assert_eq!(report.rows.len(), SCHEMES.len() - 1);
+    check_rows(&report, "V=4 K=3 L=3 seed 1");
+    let independent = report
+        .bounds
+        .iter()
+        .find(|b| b.draft_law == DraftLaw::Independent && b.drafts == 3)
+        .unwrap();
+    assert_eq!(independent.lp.tries, 43_744);
 }
 
 /// Block verification is the optimal verifier of one draft chain: at K = 1
 /// it reaches the LP, which no looser or tighter formulation would give.
 #[test]
 fn block_verification_equals_the_lp_at_one_draft() {
-    for &(v, l) in &[(2, 1), (2, 3), (3, 2), (3, 3), (4, 2)] {
+    for &(v, l) in &[(2, 1), (2, 3), (3, 2), (3, 3), (4, 2), (4, 3)] {
         for seed in 1..=4 {
             let instance = Instance::random(v, 1, l, seed).unwrap();
             let report = round_bound(&instance, Some("block"), false).unwrap();
@@ -73,20 +110,39 @@ fn block_verification_equals_the_lp_at_one_draft() {
     }
 }
 
-/// The dual, solved separately, has the LP's value (strong duality).
+/// The LP over node masses (cutting planes) has the value of the full LP
+/// over drafted tries and of that LP's dual, each solved on its own.
 #[test]
-fn the_dual_has_the_lps_value() {
-    for &(v, k, l) in &[(2, 2, 2), (3, 2, 2), (3, 3, 2), (3, 1, 3), (4, 2, 1)] {
-        let instance = Instance::random(v, k, l, 7).unwrap();
-        let report = round_bound(&instance, None, true).unwrap();
-        for bound in &report.bounds {
-            let dual = bound.dual.unwrap().value;
-            assert!(
-                (dual - bound.lp.value).abs() < 1e-8,
-                "V={v} K={k} L={l} {:?}: LP {} dual {dual}",
-                bound.draft_law,
-                bound.lp.value
-            );
+fn the_node_lp_equals_the_full_lp_and_its_dual() {
+    let sizes = [
+        (2, 2, 2),
+        (3, 2, 2),
+        (3, 3, 2),
+        (3, 1, 3),
+        (4, 2, 1),
+        (2, 3, 3),
+    ];
+    for &(v, k, l) in &sizes {
+        for seed in [7, 8] {
+            let instance = Instance::random(v, k, l, seed).unwrap();
+            let report = round_bound(&instance, None, true).unwrap();
+            for bound in &report.bounds {
+                let full = bound.full.as_ref().unwrap();
+                let at = format!("V={v} K={k} L={l} seed {seed} {:?}", bound.draft_law);
+                let node = bound.lp.value;
+                assert!(
+                    (full.dual.value - node).abs() < 1e-9,
+                    "{at}: node LP {node}, full dual {}",
+                    full.dual.value
+                );
+                // The full primal stops within microlp's default feasibility
+                // tolerance (1e-7), a few 1e-8 off at the larger sizes.
+                assert!(
+                    (full.primal.value - node).abs() < 1e-7,
+                    "{at}: node LP {node}, full LP {}",
+                    full.primal.value
+                );
+            }
         }
     }
 }
@@ -186,7 +242,7 @@ fn the_command_prints_the_table_json_and_reads_a_file() {
             .output()
             .unwrap()
     };
-    let out = run(&["--vocab", "3", "-k", "2", "-l", "2", "--dual"]);
+    let out = run(&["--vocab", "3", "-k", "2", "-l", "2", "--check"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for needle in [
@@ -197,7 +253,8 @@ fn the_command_prints_the_table_json_and_reads_a_file() {
         "traversal:tree=distinct",
         "LP for independent (K=2)",
         "LP for hub pair (K=2)",
-        "dual",
+        "full LP over drafted tries",
+        "its dual",
     ] {
         assert!(text.contains(needle), "{text}");
     }

@@ -33,7 +33,8 @@ use crate::select::{DraftLaw, Drafts};
 
 use super::instance::Instance;
 
-/// Most emitted-string variables the LP builds.
+/// Most emitted-string variables the full LP builds (it is solved only as
+/// `--check`; [`super::node_lp`] takes every size).
 pub const VARIABLE_LIMIT: usize = 250_000;
 
 /// The drafted prefixes of one tree (lengths 1 ..= L), sorted.
@@ -108,7 +109,7 @@ fn emissions(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Vec<Emission>
         }
         if out.len() > VARIABLE_LIMIT {
             return Err(format!(
-                "the round LP would have over {VARIABLE_LIMIT} variables: use a smaller V, K or L"
+                "--check: the full round LP would have over {VARIABLE_LIMIT} variables: leave out --check, or use a smaller V, K or L"
             ));
         }
     }
@@ -118,13 +119,13 @@ fn emissions(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Vec<Emission>
 /// Every string of 1 ..= L+1 tokens with `p > 0`, shortest first then in
 /// token order, and the index of each. The order is fixed: the simplex's
 /// path (and its time) depends on the order of variables and rows.
-struct Strings {
-    all: Vec<Vec<u32>>,
-    index: BTreeMap<Vec<u32>, usize>,
+pub(super) struct Strings {
+    pub(super) all: Vec<Vec<u32>>,
+    pub(super) index: BTreeMap<Vec<u32>, usize>,
 }
 
 impl Strings {
-    fn of(instance: &Instance) -> Self {
+    pub(super) fn of(instance: &Instance) -> Self {
         let mut all = Vec::new();
         let mut level: Vec<Vec<u32>> = vec![Vec::new()];
         for _ in 0..=instance.length {
@@ -149,12 +150,12 @@ impl Strings {
         Strings { all, index }
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.all.len()
     }
 
     /// The index of `s`'s parent; none for one-token strings.
-    fn parent(&self, i: usize) -> Option<usize> {
+    pub(super) fn parent(&self, i: usize) -> Option<usize> {
         let s = &self.all[i];
         (s.len() > 1).then(|| self.index[&s[..s.len() - 1]])
     }

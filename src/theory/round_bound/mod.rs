@@ -1,10 +1,13 @@
 //! `specbench theory round-bound`: on a small instance (V ≤ 4, K ≤ 3,
 //! L ≤ 3), each sequence-level verifier's exact expected tokens per round,
 //! enumerated, beside the round's true optimum for the same drafting, a
-//! linear program ([`lp`]). `P*` bounds one node; this bounds a round.
+//! linear program: solved over node masses by cutting planes
+//! ([`node_lp`]), and over drafted tries ([`lp`], a check for small
+//! instances). `P*` bounds one node; this bounds a round.
 
 pub mod instance;
 pub mod lp;
+pub mod node_lp;
 
 use std::fmt::Write as _;
 
@@ -13,6 +16,7 @@ use crate::select::{DraftLaw, Drafts, Scheme, build, drafts_used};
 
 pub use instance::{Instance, InstanceFile};
 use lp::{Bound, drafted_tries, round_dual, round_lp};
+use node_lp::{NodeBound, node_lp};
 
 /// The verifiers `round-bound` lists by default, in order: block
 /// verification, SpecInfer (the walk, `SCHEMES.md` §2.1), RSD, SpecHub and
@@ -51,11 +55,20 @@ pub struct SchemeRow {
 pub struct DraftingBound {
     pub draft_law: DraftLaw,
     pub drafts: usize,
+    /// The LP over node masses ([`node_lp`]): the value reported.
+    pub lp: NodeBound,
+    /// Where asked for (`--check`): the full LP over drafted tries and its
+    /// dual ([`lp`]), solved separately; both equal `lp`'s value.
+    pub full: Option<FullBound>,
+}
+
+/// The full LP and its dual, the independent checks of [`node_lp`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FullBound {
     /// Distinct drafted tries.
     pub tries: usize,
-    pub lp: Bound,
-    /// The dual's value where asked for (`--dual`): equal to the LP's.
-    pub dual: Option<Bound>,
+    pub primal: Bound,
+    pub dual: Bound,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -71,11 +84,12 @@ pub struct RoundBoundReport {
 }
 
 /// Computes the report: every scheme of `schemes` (default [`SCHEMES`])
-/// enumerated, one LP per drafting; the dual too where `dual` is set.
+/// enumerated, one LP per drafting; the full LP and its dual too where
+/// `check` is set.
 pub fn round_bound(
     instance: &Instance,
     schemes: Option<&str>,
-    dual: bool,
+    check: bool,
 ) -> Result<RoundBoundReport, String> {
     let names: Vec<String> = match schemes {
         Some(list) => list
@@ -107,15 +121,13 @@ pub fn round_bound(
         let bound = match bounds.iter().find(|b| b.draft_law == law && b.drafts == k) {
             Some(b) => b.lp.value,
             None => {
-                let tries = drafted_tries(instance, law, k);
-                let lp = round_lp(instance, &tries)?;
-                let dual = dual.then(|| round_dual(instance, &tries)).transpose()?;
+                let lp = node_lp(instance, law, k)?;
+                let full = check.then(|| full_bound(instance, law, k)).transpose()?;
                 bounds.push(DraftingBound {
                     draft_law: law,
                     drafts: k,
-                    tries: tries.len(),
                     lp,
-                    dual,
+                    full,
                 });
                 lp.value
             }
@@ -136,6 +148,16 @@ pub fn round_bound(
         rows,
         bounds,
         not_run,
+    })
+}
+
+/// The full LP over drafted tries and its dual, each solved on its own.
+fn full_bound(instance: &Instance, law: DraftLaw, k: usize) -> Result<FullBound, String> {
+    let tries = drafted_tries(instance, law, k);
+    Ok(FullBound {
+        tries: tries.len(),
+        primal: round_lp(instance, &tries)?,
+        dual: round_dual(instance, &tries)?,
     })
 }
 
@@ -199,19 +221,29 @@ impl RoundBoundReport {
         }
         let _ = writeln!(out);
         for bound in &self.bounds {
-            let dual = bound
-                .dual
-                .map_or(String::new(), |d| format!(", dual {:.12}", d.value));
+            let lp = &bound.lp;
             let _ = writeln!(
                 out,
-                "LP for {} (K={}): {:.12}{dual} ({} tries, {} variables, {} constraints)",
+                "LP for {} (K={}): {:.12}, within {:.1e} ({} node sets, {} nodes, {} cuts)",
                 bound.draft_law.describe(),
                 bound.drafts,
-                bound.lp.value,
-                bound.tries,
-                bound.lp.variables,
-                bound.lp.constraints
+                lp.value,
+                lp.upper - lp.value,
+                lp.tries,
+                lp.nodes,
+                lp.cuts
             );
+            if let Some(full) = &bound.full {
+                let _ = writeln!(
+                    out,
+                    "  check, full LP over drafted tries: {:.12}, its dual {:.12} ({} tries, {} variables, {} constraints)",
+                    full.primal.value,
+                    full.dual.value,
+                    full.tries,
+                    full.primal.variables,
+                    full.primal.constraints
+                );
+            }
         }
         out
     }
