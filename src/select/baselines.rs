@@ -9,7 +9,7 @@ use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::single::SpecDecoding;
-use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::{Drafts, Prepared, Scheme, SchemeError};
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
 
@@ -58,12 +58,11 @@ impl Scheme for Nss {
         "nss"
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         Ok(Box::new(NssPrepared {
             p,
             drafts: drafts.clone(),
@@ -105,12 +104,11 @@ impl Scheme for SdFirst {
         "sd_first"
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         Ok(Box::new(SdFirstPrepared {
             sd: SpecDecoding {
                 p,

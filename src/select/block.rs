@@ -43,12 +43,12 @@ impl Scheme for Block {
         Single.supports(drafts)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        Single.prepare(p, drafts)
+        Single.prepare_node(p, drafts)
     }
 }
 

@@ -7,8 +7,7 @@ use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, GreedyDraft};
 use super::{
-    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
-    check_vocab, fail, require_identical, sample_residual,
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law, fail, require_identical, sample_residual,
 };
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
@@ -49,13 +48,11 @@ impl Scheme for Greedy {
         Ok(())
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         Ok(Box::new(GreedyNode {
             p,
             draft: GreedyDraft::new(drafts.law(0), drafts.k()),

@@ -7,7 +7,7 @@ use crate::dist::Dist;
 use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;
 use super::two_step::TwoStep;
-use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
+use super::{Drafts, Prepared, Scheme, SchemeError, fail};
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
 
@@ -88,12 +88,11 @@ impl Scheme for ImportanceSampling {
         format!("is:m={}:s={}", self.alphabet, self.lp)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         let config = PairConfig {
             alphabet: self.alphabet,
             inner: self.lp,

@@ -205,8 +205,23 @@ pub trait Scheme: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// Per-node precomputation for target `p` and these drafts.
+    /// Per-node precomputation for target `p` and these drafts, after the
+    /// checks every scheme needs: at least one draft, one vocabulary for
+    /// all laws, and [`Scheme::supports`]. Callers use this; schemes
+    /// implement [`Scheme::prepare_node`].
     fn prepare<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        check_vocab(p, drafts)?;
+        self.supports(drafts)?;
+        self.prepare_node(p, drafts)
+    }
+
+    /// The scheme's own per-node precomputation; [`Scheme::prepare`] has
+    /// already checked the drafts.
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,

@@ -441,7 +441,7 @@ impl Scheme for Ersd {
         require_identical(self.id(), drafts)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         _p: &'a Dist,
         _drafts: &Drafts<'a>,

@@ -12,7 +12,7 @@ use super::specinfer::{
     add_aligned_law, aligned_get, sample_aligned, support_values, update_residual,
 };
 use super::{
-    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab,
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts,
     require_identical,
 };
 use super::look::{Look, Marker, palette};
@@ -46,13 +46,11 @@ impl Scheme for Rsd {
         require_identical("rsd", drafts)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         let q = drafts.law(0);
         Ok(Box::new(RsdNode {
             p,

@@ -5,8 +5,7 @@ use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::{
-    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
-    check_vocab, fail, sample_residual,
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law, fail, sample_residual,
 };
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
@@ -43,13 +42,11 @@ impl Scheme for Single {
         }
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         Ok(Box::new(SpecDecoding {
             p,
             q: drafts.law(0),

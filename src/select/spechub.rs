@@ -14,7 +14,7 @@ use super::look::{Look, Marker, palette};
 use super::registry::Entry;
 use super::single::SpecDecoding;
 use super::{
-    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab, fail,
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, fail,
     require_identical,
 };
 
@@ -57,13 +57,11 @@ impl Scheme for SpecHub {
         Ok(())
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         let q = drafts.law(0);
         if drafts.k() == 1 {
             return Ok(Box::new(SpecDecoding { p, q }));

@@ -9,7 +9,7 @@
 use crate::dist::{Dist, sample_with};
 use crate::rng::SpecRng;
 
-use super::{Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, check_vocab};
+use super::{Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts};
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
 
@@ -33,12 +33,11 @@ impl Scheme for SpecInfer {
         "specinfer"
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         Ok(Box::new(SpecInferNode {
             p,
             drafts: drafts.clone(),

@@ -9,8 +9,7 @@ use crate::dist::Dist;
 use crate::rng::SpecRng;
 
 use super::{
-    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law,
-    check_vocab, fail, require_identical, sample_residual,
+    Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law, fail, require_identical, sample_residual,
 };
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
@@ -58,13 +57,11 @@ impl Scheme for SpecTr {
         require_identical("spectr", drafts)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         let q = drafts.law(0);
         let k = drafts.k();
         let star = rho_star(p, q, k);

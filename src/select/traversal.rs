@@ -23,7 +23,7 @@ use super::draft::{DraftLaw, remaining_mass, support_mass};
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
 use super::specinfer::{SpecInfer, aligned_get, sample_aligned, support_values};
-use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, check_vocab, require_identical};
+use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, require_identical};
 
 pub const ENTRY: Entry = Entry {
     id: "traversal",
@@ -125,13 +125,11 @@ impl Scheme for Traversal {
         require_identical(self.id(), drafts)
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
-        self.supports(drafts)?;
         let q = drafts.law(0);
         Ok(Box::new(TraversalNode {
             p: Rc::new(p.clone()),

@@ -8,7 +8,7 @@ use crate::dist::Dist;
 use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;
 use super::two_step::TwoStep;
-use super::{Drafts, Prepared, Scheme, SchemeError, check_vocab, fail};
+use super::{Drafts, Prepared, Scheme, SchemeError, fail};
 use super::importance::{ALPHABET_PARAM, DEFAULT_ALPHABET};
 use super::look::{Look, Marker, palette};
 use super::registry::{Args, Entry};
@@ -182,12 +182,11 @@ impl Scheme for WeightedIs {
         }
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         Ok(Box::new(TwoStep {
             p,
             rule: Tournament::new(p, drafts, self.config()),

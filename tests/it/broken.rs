@@ -99,7 +99,7 @@ impl Scheme for SpecTrBelowRhoStar {
     fn id(&self) -> &'static str {
         "broken_spectr_clipped"
     }
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
@@ -150,7 +150,7 @@ impl Scheme for SpecInferDistinct {
     fn id(&self) -> &'static str {
         "broken_specinfer_distinct"
     }
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
@@ -190,7 +190,7 @@ impl Scheme for RsdSorted {
     fn draft_law(&self) -> DraftLaw {
         DraftLaw::WithoutReplacement
     }
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
@@ -209,7 +209,7 @@ impl Scheme for SpecInferWrongLaw {
     fn id(&self) -> &'static str {
         "broken_specinfer_q1"
     }
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
@@ -269,7 +269,7 @@ impl Scheme for IsWrongIntermediate {
     fn id(&self) -> &'static str {
         "broken_is_pi_equals_q"
     }
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,

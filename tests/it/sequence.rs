@@ -185,7 +185,7 @@ fn a_biased_walk_is_detected() {
         fn id(&self) -> &'static str {
             "always_first"
         }
-        fn prepare<'a>(
+        fn prepare_node<'a>(
             &self,
             p: &'a Dist,
             _drafts: &Drafts<'a>,

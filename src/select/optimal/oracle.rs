@@ -19,7 +19,7 @@ use crate::rng::SpecRng;
 use super::super::single::SpecDecoding;
 use super::super::specinfer::SpecInfer;
 use super::super::two_step::{SelectionRule, TwoStep};
-use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, check_vocab};
+use super::super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError};
 use super::global::{GlobalResolution, GrSettings};
 use super::window::WindowRule;
 use super::{SetMasses, input_set, pstar_flow};
@@ -117,12 +117,11 @@ impl Scheme for Optimal {
         label
     }
 
-    fn prepare<'a>(
+    fn prepare_node<'a>(
         &self,
         p: &'a Dist,
         drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        check_vocab(p, drafts)?;
         if drafts.k() == 1 {
             // One draft: the optimum is 1 − TV, attained by SD.
             return Ok(Box::new(SpecDecoding {
