@@ -170,6 +170,30 @@ impl Instance {
         (0..s.len()).map(|t| self.p[&s[..t]].get(s[t])).product()
     }
 
+    /// Every string of 0 ..= `max` tokens with `p > 0`, shortest first,
+    /// then in token order (the empty string first). The LPs add their
+    /// variables and rows in this order: the simplex's path, and its time,
+    /// depend on it.
+    pub fn likely_strings(&self, max: usize) -> Vec<Vec<u32>> {
+        let mut all = vec![Vec::new()];
+        let mut level: Vec<Vec<u32>> = vec![Vec::new()];
+        for _ in 0..max {
+            let mut next = Vec::new();
+            for a in &level {
+                for y in 0..self.vocab as u32 {
+                    let mut s = a.clone();
+                    s.push(y);
+                    if self.p_of(&s) > 0.0 {
+                        next.push(s);
+                    }
+                }
+            }
+            all.extend(next.iter().cloned());
+            level = next;
+        }
+        all
+    }
+
     /// `p(·|prefix)`.
     pub fn target(&self, prefix: &[u32]) -> Dist {
         self.p[prefix].clone()

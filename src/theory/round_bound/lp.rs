@@ -126,22 +126,8 @@ pub(super) struct Strings {
 
 impl Strings {
     pub(super) fn of(instance: &Instance) -> Self {
-        let mut all = Vec::new();
-        let mut level: Vec<Vec<u32>> = vec![Vec::new()];
-        for _ in 0..=instance.length {
-            let mut next = Vec::new();
-            for a in &level {
-                for y in 0..instance.vocab as u32 {
-                    let mut s = a.clone();
-                    s.push(y);
-                    if instance.p_of(&s) > 0.0 {
-                        next.push(s);
-                    }
-                }
-            }
-            all.extend(next.iter().cloned());
-            level = next;
-        }
+        let mut all = instance.likely_strings(instance.length + 1);
+        all.remove(0);
         let index = all
             .iter()
             .enumerate()
@@ -228,12 +214,7 @@ pub fn round_dual(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Bound, S
         .iter()
         .map(|(_, q)| problem.add_var(*q, free))
         .collect();
-    let z: Vec<Variable> = (0..strings.len())
-        .map(|_| problem.add_var(0.0, free))
-        .collect();
-    let w: Vec<Variable> = (0..strings.len())
-        .map(|_| problem.add_var(1.0, (0.0, f64::INFINITY)))
-        .collect();
+    let (z, w) = string_prices(&mut problem, &strings);
     for emission in &emitted {
         let ze = z[strings.index[&emission.e]];
         problem.add_constraint(
@@ -242,6 +223,39 @@ pub fn round_dual(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Bound, S
             emission.pe * emission.e.len() as f64,
         );
     }
+    add_string_rows(&mut problem, &strings, &z, &w);
+    Ok(Bound {
+        value: solved(&problem, "LP's dual")?,
+        variables: tries.len() + 2 * strings.len(),
+        constraints: emitted.len() + strings.len(),
+    })
+}
+
+/// The dual prices of the string rows (`z`, free, objective 0) and of
+/// `r(s) ≤ 1` (`w ≥ 0`, objective 1), in string order (the two duals share
+/// them).
+pub(super) fn string_prices(
+    problem: &mut Problem,
+    strings: &Strings,
+) -> (Vec<Variable>, Vec<Variable>) {
+    let free = (f64::NEG_INFINITY, f64::INFINITY);
+    let z = (0..strings.len())
+        .map(|_| problem.add_var(0.0, free))
+        .collect();
+    let w = (0..strings.len())
+        .map(|_| problem.add_var(1.0, (0.0, f64::INFINITY)))
+        .collect();
+    (z, w)
+}
+
+/// The dual rows of `r(s) ∈ [0, 1]`, one per string `s`:
+/// `z_s − Σ_{children c} z_c + w_s ≥ 0` (the two duals share them).
+pub(super) fn add_string_rows(
+    problem: &mut Problem,
+    strings: &Strings,
+    z: &[Variable],
+    w: &[Variable],
+) {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); strings.len()];
     for i in 0..strings.len() {
         if let Some(parent) = strings.parent(i) {
@@ -253,9 +267,4 @@ pub fn round_dual(instance: &Instance, tries: &[(Trie, f64)]) -> Result<Bound, S
         row.extend(kids.iter().map(|&c| (z[c], -1.0)));
         problem.add_constraint(&row, ComparisonOp::Ge, 0.0);
     }
-    Ok(Bound {
-        value: solved(&problem, "LP's dual")?,
-        variables: tries.len() + 2 * strings.len(),
-        constraints: emitted.len() + strings.len(),
-    })
 }

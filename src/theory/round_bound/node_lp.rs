@@ -37,7 +37,7 @@ use microlp::{
 use crate::select::{DraftLaw, Drafts};
 
 use super::instance::Instance;
-use super::lp::Strings;
+use super::lp::{Strings, add_string_rows, string_prices};
 
 /// Stop when the best vertex beats the cuts by at most this (tokens).
 const GAP: f64 = 1e-11;
@@ -57,22 +57,7 @@ struct Nodes {
 
 impl Nodes {
     fn of(instance: &Instance) -> Self {
-        let mut all = vec![Vec::new()];
-        let mut level: Vec<Vec<u32>> = vec![Vec::new()];
-        for _ in 0..instance.length {
-            let mut next = Vec::new();
-            for a in &level {
-                for y in 0..instance.vocab as u32 {
-                    let mut s = a.clone();
-                    s.push(y);
-                    if instance.p_of(&s) > 0.0 {
-                        next.push(s);
-                    }
-                }
-            }
-            all.extend(next.iter().cloned());
-            level = next;
-        }
+        let all = instance.likely_strings(instance.length);
         let index = all
             .iter()
             .enumerate()
@@ -176,12 +161,7 @@ fn master(instance: &Instance, nodes: &Nodes, strings: &Strings) -> Master {
         .iter()
         .map(|_| problem.add_var(0.0, free))
         .collect();
-    let z: Vec<Variable> = (0..strings.len())
-        .map(|_| problem.add_var(0.0, free))
-        .collect();
-    let w: Vec<Variable> = (0..strings.len())
-        .map(|_| problem.add_var(1.0, (0.0, f64::INFINITY)))
-        .collect();
+    let (z, w) = string_prices(&mut problem, strings);
     let mut constraints = 0;
     // Emitting e = a + y: p(e) ν_a − z_e ≥ p(e) |e|.
     for (a, node) in nodes.all.iter().enumerate() {
@@ -200,19 +180,8 @@ fn master(instance: &Instance, nodes: &Nodes, strings: &Strings) -> Master {
             }
         }
     }
-    // r(s) in [0, 1]: z_s − Σ_children z_c + w_s ≥ 0.
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); strings.len()];
-    for i in 0..strings.len() {
-        if let Some(parent) = strings.parent(i) {
-            children[parent].push(i);
-        }
-    }
-    for (i, kids) in children.iter().enumerate() {
-        let mut row = vec![(z[i], 1.0), (w[i], 1.0)];
-        row.extend(kids.iter().map(|&c| (z[c], -1.0)));
-        problem.add_constraint(&row, ComparisonOp::Ge, 0.0);
-        constraints += 1;
-    }
+    add_string_rows(&mut problem, strings, &z, &w);
+    constraints += strings.len();
     Master {
         problem,
         sigma,
