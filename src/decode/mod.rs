@@ -115,6 +115,9 @@ pub struct Generation {
     pub seconds: f64,
     /// Time in the scheme (`prepare` + `select`).
     pub selection_seconds: f64,
+    /// Time spent logging nodes (`P*`, Table 3's closed forms, the depth
+    /// records), left out of `seconds`.
+    pub logging_seconds: f64,
     /// Nodes where the scheme ran an exact substitute or fell short of its
     /// own optimum ([`crate::select::Prepared::fallback`]).
     pub fallbacks: usize,

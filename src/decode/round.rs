@@ -104,6 +104,7 @@ impl Session {
         let mut out = self.out;
         out.seconds = (self.clock.start.elapsed() - self.clock.logging).as_secs_f64();
         out.selection_seconds = self.clock.selecting.as_secs_f64();
+        out.logging_seconds = self.clock.logging.as_secs_f64();
         out
     }
 }

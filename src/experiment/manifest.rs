@@ -32,6 +32,14 @@ pub struct RunRecord {
     pub end: Option<String>,
     pub cells_run: usize,
     pub status: RunStatus,
+    /// Seconds the finished cells' generations decoded (their `seconds`,
+    /// summed) and, apart from that, spent logging nodes (`P*` and Table
+    /// 3's closed forms at every node): what the logging costs a run,
+    /// outside every timing column.
+    #[serde(default)]
+    pub decode_seconds: f64,
+    #[serde(default)]
+    pub node_logging_seconds: f64,
     /// Cells that failed in this invocation, with their errors: they are
     /// not in `cells.csv`, so `--resume` runs them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,14 +87,19 @@ impl Manifest {
             end: None,
             cells_run: 0,
             status: RunStatus::Running,
+            decode_seconds: 0.0,
+            node_logging_seconds: 0.0,
             failed_cells: Vec::new(),
         });
     }
 
-    /// Counts one more finished cell of this invocation.
-    pub fn cell_finished(&mut self) {
+    /// Counts one more finished cell of this invocation, with its
+    /// generations' decode and node-logging seconds.
+    pub fn cell_finished(&mut self, decode_seconds: f64, logging_seconds: f64) {
         if let Some(run) = self.runs.last_mut() {
             run.cells_run += 1;
+            run.decode_seconds += decode_seconds;
+            run.node_logging_seconds += logging_seconds;
         }
     }
 

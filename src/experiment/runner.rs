@@ -120,7 +120,10 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
             .record(cell, config, &models, prompts, &generations, began)
             .with_context(|| format!("cell {}", cell.id))?;
         progress.cell_done(&row.progress_line());
-        manifest.cell_finished();
+        manifest.cell_finished(
+            generations.iter().map(|g| g.seconds).sum(),
+            generations.iter().map(|g| g.logging_seconds).sum(),
+        );
     }
     progress.finish();
     manifest.finish_run();

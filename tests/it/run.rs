@@ -135,6 +135,17 @@ fn a_run_writes_one_sane_row_per_cell_and_a_manifest() {
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["config"]["decode"]["max_new_tokens"], 12);
     assert_eq!(manifest["runs"][0]["status"], "complete");
+    // What node logging cost, recorded beside the decoding it is left out of.
+    let seconds = |key: &str| manifest["runs"][0][key].as_f64().unwrap();
+    let generation_seconds: f64 = (report.rows.iter())
+        .map(|r| r.tokens as f64 / r.token_rate)
+        .sum();
+    assert!(seconds("node_logging_seconds") > 0.0);
+    assert!(
+        (seconds("decode_seconds") - generation_seconds).abs() < 1e-6 * generation_seconds.max(1.0),
+        "{} vs {generation_seconds}",
+        seconds("decode_seconds")
+    );
     assert!(
         manifest["models"]["target"]["revision"]
             .as_str()
