@@ -321,6 +321,55 @@ mod tests {
     }
 
     #[test]
+    fn a_processed_law_is_the_same_dense_or_sparse_through_buffer_reuse() {
+        // Laws with different supports, made and dropped in turn, so that
+        // later dense vectors come from buffers earlier laws gave back.
+        let v = 6007;
+        let proc = Processing {
+            temperature: 1.3,
+            top_k: None,
+            top_p: 0.9,
+        };
+        for round in 0..6u32 {
+            let laws: Vec<Dist> = (0..3u32)
+                .map(|j| {
+                    let logits: Vec<f32> = (0..v as u32)
+                        .map(|i| -(((i * 7919 + (round * 3 + j) * 104_729) % 997) as f32) * 0.01)
+                        .collect();
+                    proc.apply(&logits).unwrap()
+                })
+                .collect();
+            for law in &laws {
+                let dense = law.probs();
+                assert_eq!(dense.len(), v);
+                let mut on = vec![false; v];
+                for (&id, &p) in law.support().iter().zip(law.support_probs()) {
+                    assert_eq!(dense[id as usize].to_bits(), p.to_bits());
+                    assert_eq!(law.get(id).to_bits(), p.to_bits());
+                    on[id as usize] = true;
+                }
+                for (id, &p) in dense.iter().enumerate() {
+                    if !on[id] {
+                        assert_eq!(p.to_bits(), 0, "id {id} off the support");
+                    }
+                }
+                let mass: f64 = law.support_probs().iter().sum();
+                assert_eq!(mass.to_bits(), law.mass().to_bits());
+                assert_eq!(law.clone(), *law);
+            }
+        }
+    }
+
+    #[test]
+    fn a_given_vector_is_kept_as_given() {
+        let d = Dist::new(vec![0.25, 0.0, 0.75]).unwrap();
+        assert_eq!(d.probs(), &[0.25, 0.0, 0.75]);
+        assert_eq!(d.support_probs(), &[0.25, 0.75]);
+        assert_eq!(d.vocab(), 3);
+        assert_eq!(d.sample(0.3), 2);
+    }
+
+    #[test]
     fn total_variation_of_the_seven_token_example_is_a_quarter() {
         let p = Dist::new(vec![0.35, 0.25, 0.15, 0.10, 0.08, 0.05, 0.02]).unwrap();
         let q = Dist::new(vec![0.20, 0.30, 0.05, 0.15, 0.10, 0.15, 0.05]).unwrap();

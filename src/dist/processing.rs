@@ -171,12 +171,7 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 /// sum goes on through the sorted crossing bucket from the mass above it.
 /// If rounding leaves that bucket just short of the target,
 /// [`nucleus_by_sorting`] decides.
-fn nucleus(
-    weights: &[f64],
-    histograms: &[[f64; BUCKETS]],
-    top_p: f64,
-    total: f64,
-) -> Vec<u32> {
+fn nucleus(weights: &[f64], histograms: &[[f64; BUCKETS]], top_p: f64, total: f64) -> Vec<u32> {
     let target = top_p * total;
     let mut above = 0.0;
     let mut crossing = BUCKETS - 1;

@@ -80,13 +80,10 @@ pub(super) fn exp_nonpositive(x: f64) -> f64 {
 
 /// The largest logit, or the index of the first NaN or `+∞`.
 pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64, usize> {
-    let (max, bad) = logits
-        .par_chunks(CHUNK)
-        .map(max_chunk)
-        .reduce(
-            || (f64::NEG_INFINITY, false),
-            |a, b| (a.0.max(b.0), a.1 | b.1),
-        );
+    let (max, bad) = logits.par_chunks(CHUNK).map(max_chunk).reduce(
+        || (f64::NEG_INFINITY, false),
+        |a, b| (a.0.max(b.0), a.1 | b.1),
+    );
     if bad {
         let l = logits.iter().position(|&l| invalid(l.into()));
         return Err(l.unwrap_or(0));
