@@ -21,7 +21,7 @@
 use std::sync::Mutex;
 
 /// Buffers kept per pool: a round at K = 8, L = 5 holds ~40 laws at once
-/// (~16 MB at V = 50272); beyond this, a returned buffer is freed.
+/// (~16 MB at V = 50272); beyond this, one of the longest kept is freed.
 const KEEP: usize = 64;
 
 static SCRATCH: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
@@ -44,9 +44,13 @@ fn give(pool: &Mutex<Vec<Vec<f64>>>, buffer: Vec<f64>) {
         return;
     }
     let mut buffers = pool.lock().unwrap_or_else(|e| e.into_inner());
-    if buffers.len() < KEEP {
-        buffers.push(buffer);
+    if buffers.len() >= KEEP {
+        // The front one goes (among the longest kept): a process that
+        // moves on to another vocabulary size does not keep a full pool of
+        // the old one for good.
+        buffers.remove(0);
     }
+    buffers.push(buffer);
 }
 
 /// A vector of `len` entries, every one `+0.0`.
