@@ -64,13 +64,10 @@ impl Processing {
         let max = max_logit(logits)?;
         let mut weights = Scratch::new(logits.len());
         let nucleus_now = self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= logits.len());
-        let limit = first_buckets(self.top_p, logits.len());
         let (mut total, histograms) = if nucleus_now {
             // Top-p alone: each chunk's histogram taken while it is in cache.
             let (total, h) =
-                weights::exp_weights_into(logits, max, self.temperature, &mut weights, |chunk| {
-                    histogram(chunk, limit)
-                });
+                weights::exp_weights_into(logits, max, self.temperature, &mut weights, histogram);
             (total, Some(h))
         } else {
             let (total, _) =
@@ -93,12 +90,9 @@ impl Processing {
         if self.top_p < 1.0 {
             let histograms = match histograms {
                 Some(h) => h,
-                None => weights
-                    .par_chunks(weights::CHUNK)
-                    .map(|chunk| histogram(chunk, limit))
-                    .collect(),
+                None => weights.par_chunks(weights::CHUNK).map(histogram).collect(),
             };
-            kept = Some(nucleus(&weights, &histograms, limit, self.top_p, total));
+            kept = Some(nucleus(&weights, &histograms, self.top_p, total));
         }
         Ok(match kept {
             None => {
@@ -177,28 +171,18 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 /// sum goes on through the sorted crossing bucket from the mass above it.
 /// If rounding leaves that bucket just short of the target,
 /// [`nucleus_by_sorting`] decides.
-fn nucleus(
-    weights: &[f64],
-    histograms: &[[f64; BUCKETS]],
-    limit: usize,
-    top_p: f64,
-    total: f64,
-) -> Vec<u32> {
+fn nucleus(weights: &[f64], histograms: &[[f64; BUCKETS]], top_p: f64, total: f64) -> Vec<u32> {
     let target = top_p * total;
-    let (crossing, above) = match crossing_bucket(histograms, limit, target) {
-        (Some(b), above) => (b, above),
-        (None, above) if limit == BUCKETS => (BUCKETS - 1, above),
-        (None, _) => {
-            let full: Vec<[f64; BUCKETS]> = weights
-                .par_chunks(weights::CHUNK)
-                .map(|chunk| histogram(chunk, BUCKETS))
-                .collect();
-            match crossing_bucket(&full, BUCKETS, target) {
-                (Some(b), above) => (b, above),
-                (None, above) => (BUCKETS - 1, above),
-            }
+    let mut above = 0.0;
+    let mut crossing = BUCKETS - 1;
+    for b in 0..BUCKETS {
+        let mass: f64 = histograms.iter().map(|h| h[b]).sum();
+        if above + mass >= target {
+            crossing = b;
+            break;
         }
-    };
+        above += mass;
+    }
     // The crossing bucket's smallest weight (any positive one for the last).
     let lowest = if crossing == BUCKETS - 1 {
         0.0
@@ -234,62 +218,24 @@ fn nucleus(
     nucleus_by_sorting(weights, target)
 }
 
-/// One chunk's mass per bucket, for the buckets before `limit` (the others
-/// stay 0). Four interleaved tables, so that runs of tokens in one bucket
-/// do not wait on each other's additions. A bucket's mass does not depend
-/// on `limit`: the same tokens, added in the same order.
-fn histogram(chunk: &[f64], limit: usize) -> [f64; BUCKETS] {
+/// One chunk's mass per bucket. Four interleaved tables, so that runs of
+/// tokens in one bucket do not wait on each other's additions.
+fn histogram(chunk: &[f64]) -> [f64; BUCKETS] {
     let mut tables = [[0.0f64; BUCKETS]; 4];
     let mut quads = chunk.chunks_exact(4);
     for quad in &mut quads {
         for (table, &w) in tables.iter_mut().zip(quad) {
-            let b = bucket(w);
-            if b < limit {
-                table[b] += w;
-            }
+            table[bucket(w)] += w;
         }
     }
     for &w in quads.remainder() {
-        let b = bucket(w);
-        if b < limit {
-            tables[0][b] += w;
-        }
+        tables[0][bucket(w)] += w;
     }
     let mut mass = [0.0f64; BUCKETS];
     for (b, m) in mass.iter_mut().enumerate() {
         *m = (tables[0][b] + tables[1][b]) + (tables[2][b] + tables[3][b]);
     }
     mass
-}
-
-/// The buckets worth a first histogram: the tokens of the later ones
-/// weigh under `(1 − top_p) / (2V)` each (relative to the top token's 1),
-/// so all of them together hold less than `1 − top_p` of the total and
-/// the nucleus's cut falls before them. Skipping them skips most of a
-/// cool law's vocabulary (its long tail). Should rounding put the cut
-/// there after all, [`nucleus`] takes the full histogram.
-fn first_buckets(top_p: f64, vocab: usize) -> usize {
-    let tiny = (1.0 - top_p) / (2.0 * vocab as f64);
-    bucket(tiny).max(1)
-}
-
-/// The first bucket before `limit` where the mass from the top reaches
-/// `target`, and the mass of the buckets above it (of all before `limit`
-/// when none does).
-fn crossing_bucket(
-    histograms: &[[f64; BUCKETS]],
-    limit: usize,
-    target: f64,
-) -> (Option<usize>, f64) {
-    let mut above = 0.0;
-    for b in 0..limit {
-        let mass: f64 = histograms.iter().map(|h| h[b]).sum();
-        if above + mass >= target {
-            return (Some(b), above);
-        }
-        above += mass;
-    }
-    (None, above)
 }
 
 /// The positive weights `>= lowest` of a chunk whose first id is `first`,
@@ -464,42 +410,6 @@ mod tests {
             let mut expect = order[..n].to_vec();
             expect.sort();
             assert_eq!(d.support(), expect.as_slice(), "top_p {top_p}");
-        }
-    }
-
-    #[test]
-    fn a_partial_histogram_cuts_where_the_full_one_does_or_falls_back_to_it() {
-        let v = 9000;
-        // A flat law (a hot draft's) and a steep one (a cool law's).
-        for slope in [0.9, 3.0] {
-            let logits: Vec<f64> = (0..v)
-                .map(|i| -((i * 7919 % v) as f64 + 1.0).ln() * slope)
-                .collect();
-            let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let (weights, total) = weights::exp_weights(&logits, max, 1.0);
-            let histograms = |limit: usize| -> Vec<[f64; BUCKETS]> {
-                weights
-                    .chunks(weights::CHUNK)
-                    .map(|chunk| histogram(chunk, limit))
-                    .collect()
-            };
-            for top_p in [0.5, 0.9, 0.95, 0.999] {
-                let want = nucleus(&weights, &histograms(BUCKETS), BUCKETS, top_p, total);
-                let mut sorted = nucleus_by_sorting(&weights, top_p * total);
-                sorted.sort_unstable();
-                assert_eq!(want, sorted, "slope {slope}, top_p {top_p}");
-                // Limit 1 holds no token (bucket 0 is above 1): the fallback.
-                for limit in [1, 8, 20, first_buckets(top_p, v), 200] {
-                    let got = nucleus(&weights, &histograms(limit), limit, top_p, total);
-                    assert_eq!(got, want, "slope {slope}, top_p {top_p}, limit {limit}");
-                }
-            }
-            if slope > 1.0 {
-                // The first histogram leaves out most of a cool law's tail.
-                let limit = first_buckets(0.95, v);
-                let skipped = weights.iter().filter(|&&w| bucket(w) >= limit).count();
-                assert!(skipped > v / 2, "{skipped} of {v} left out");
-            }
         }
     }
 
