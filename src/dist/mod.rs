@@ -5,7 +5,9 @@
 //! tokens are exactly `0.0`, sampling never returns a zero-weight token.
 
 use std::fmt;
+use std::sync::OnceLock;
 
+mod pool;
 mod processing;
 mod weights;
 
@@ -16,18 +18,50 @@ pub const SUM_TOLERANCE: f64 = 1e-9;
 
 /// A processed next-token distribution.
 ///
-/// `probs` is dense over the whole vocabulary; `support` lists, in ascending
-/// order, the ids with positive mass. Schemes iterate the support, so their
-/// cost follows the number of live tokens (tens to thousands after top-p)
-/// rather than the vocabulary (50272 for OPT).
-#[derive(Clone, Debug, PartialEq)]
+/// `support` lists, in ascending order, the ids with positive mass, and
+/// `weights` their probabilities in the same order: schemes iterate the
+/// support, so their cost follows the number of live tokens (tens to
+/// thousands after top-p) rather than the vocabulary (50272 for OPT). The
+/// dense vector over the whole vocabulary ([`Dist::probs`], [`Dist::get`])
+/// is built on first use: a round processes a draft law for every row at
+/// every depth but the walk reads only those at the depths it reaches, and
+/// writing (then clearing) 400 KB per law was a good part of a round.
+#[derive(Clone, Debug)]
 pub struct Dist {
-    probs: Vec<f64>,
+    vocab: usize,
     support: Vec<u32>,
-    /// `Σ probs` over the support in id order (1 up to rounding), kept so
-    /// that a scheme needing the exact total (the IS tournament's `Ω₀`
-    /// masses) need not walk a support of thousands of scattered ids.
+    /// `weights[i]` is the probability of `support[i]`.
+    weights: Vec<f64>,
+    /// `Σ weights` in id order (1 up to rounding), kept so that a scheme
+    /// needing the exact total (the IS tournament's `Ω₀` masses) need not
+    /// walk a support of thousands of ids.
     mass: f64,
+    /// The dense probabilities, once asked for. Built from a zeroed buffer
+    /// of [`pool`] with only the support written, so on drop it goes back
+    /// with only the support cleared; given dense vectors (`Dist::new`)
+    /// are kept as given and not pooled.
+    dense: OnceLock<Vec<f64>>,
+    pooled: bool,
+}
+
+impl PartialEq for Dist {
+    /// Equal dense vectors: off the support both are (signed) zeros.
+    fn eq(&self, other: &Self) -> bool {
+        self.vocab == other.vocab
+            && self.support == other.support
+            && self.weights == other.weights
+            && self.mass == other.mass
+    }
+}
+
+impl Drop for Dist {
+    fn drop(&mut self) {
+        if self.pooled
+            && let Some(dense) = self.dense.take()
+        {
+            pool::give_back_zeroed(dense, &self.support);
+        }
+    }
 }
 
 /// Why a vector is not a probability distribution.
@@ -99,27 +133,47 @@ impl Dist {
             .filter(|&(_, &p)| p > 0.0)
             .map(|(i, _)| i as u32)
             .collect();
-        Self::with_support(probs, support)
+        let weights = support.iter().map(|&i| probs[i as usize]).collect();
+        let mut dist = Self::sparse(probs.len(), support, weights);
+        dist.dense = OnceLock::from(probs);
+        dist.pooled = false;
+        dist
     }
 
-    /// `probs` with its support (ascending ids of the positive entries).
-    pub(super) fn with_support(probs: Vec<f64>, support: Vec<u32>) -> Self {
-        let mass = support.iter().map(|&i| probs[i as usize]).sum();
+    /// A law over `vocab` ids from its support (ascending ids) and their
+    /// probabilities in the same order; the dense vector is made on demand.
+    pub(super) fn sparse(vocab: usize, support: Vec<u32>, weights: Vec<f64>) -> Self {
+        debug_assert_eq!(support.len(), weights.len());
+        let mass = weights.iter().sum();
         Self {
-            probs,
+            vocab,
             support,
+            weights,
             mass,
+            dense: OnceLock::new(),
+            pooled: true,
         }
     }
 
     /// Dense probabilities over the whole vocabulary.
     pub fn probs(&self) -> &[f64] {
-        &self.probs
+        self.dense.get_or_init(|| {
+            let mut dense = pool::zeroed(self.vocab);
+            for (&id, &w) in self.support.iter().zip(&self.weights) {
+                dense[id as usize] = w;
+            }
+            dense
+        })
     }
 
     /// Ids with positive mass, ascending.
     pub fn support(&self) -> &[u32] {
         &self.support
+    }
+
+    /// The probabilities of [`Dist::support`]'s ids, in the same order.
+    pub fn support_probs(&self) -> &[f64] {
+        &self.weights
     }
 
     /// `Σ_x p(x)` summed over the support in id order: the total the
@@ -130,23 +184,18 @@ impl Dist {
 
     /// Vocabulary size.
     pub fn vocab(&self) -> usize {
-        self.probs.len()
+        self.vocab
     }
 
     /// Probability of one token.
     #[inline]
     pub fn get(&self, token: u32) -> f64 {
-        self.probs[token as usize]
+        self.probs()[token as usize]
     }
 
     /// Draws one token: `u` is a uniform in [0, 1).
     pub fn sample(&self, u: f64) -> u32 {
-        let i = sample_with(
-            self.support.len(),
-            |i| self.probs[self.support[i] as usize],
-            u,
-        )
-        .expect("a Dist always has positive mass");
+        let i = sample_index(&self.weights, u).expect("a Dist always has positive mass");
         self.support[i]
     }
 }
@@ -204,10 +253,10 @@ impl CdfSampler {
     pub fn new(dist: &Dist) -> Self {
         let mut running = 0.0;
         let cumulative = dist
-            .support()
+            .support_probs()
             .iter()
-            .map(|&id| {
-                running += dist.get(id);
+            .map(|&p| {
+                running += p;
                 running
             })
             .collect();
@@ -269,6 +318,55 @@ mod tests {
             let u = k as f64 / 1000.0;
             assert_eq!(s.sample(u), d.sample(u), "u = {u}");
         }
+    }
+
+    #[test]
+    fn a_processed_law_is_the_same_dense_or_sparse_through_buffer_reuse() {
+        // Laws with different supports, made and dropped in turn, so that
+        // later dense vectors come from buffers earlier laws gave back.
+        let v = 6007;
+        let proc = Processing {
+            temperature: 1.3,
+            top_k: None,
+            top_p: 0.9,
+        };
+        for round in 0..6u32 {
+            let laws: Vec<Dist> = (0..3u32)
+                .map(|j| {
+                    let logits: Vec<f32> = (0..v as u32)
+                        .map(|i| -(((i * 7919 + (round * 3 + j) * 104_729) % 997) as f32) * 0.01)
+                        .collect();
+                    proc.apply(&logits).unwrap()
+                })
+                .collect();
+            for law in &laws {
+                let dense = law.probs();
+                assert_eq!(dense.len(), v);
+                let mut on = vec![false; v];
+                for (&id, &p) in law.support().iter().zip(law.support_probs()) {
+                    assert_eq!(dense[id as usize].to_bits(), p.to_bits());
+                    assert_eq!(law.get(id).to_bits(), p.to_bits());
+                    on[id as usize] = true;
+                }
+                for (id, &p) in dense.iter().enumerate() {
+                    if !on[id] {
+                        assert_eq!(p.to_bits(), 0, "id {id} off the support");
+                    }
+                }
+                let mass: f64 = law.support_probs().iter().sum();
+                assert_eq!(mass.to_bits(), law.mass().to_bits());
+                assert_eq!(law.clone(), *law);
+            }
+        }
+    }
+
+    #[test]
+    fn a_given_vector_is_kept_as_given() {
+        let d = Dist::new(vec![0.25, 0.0, 0.75]).unwrap();
+        assert_eq!(d.probs(), &[0.25, 0.0, 0.75]);
+        assert_eq!(d.support_probs(), &[0.25, 0.75]);
+        assert_eq!(d.vocab(), 3);
+        assert_eq!(d.sample(0.3), 2);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 
 use std::cmp::Ordering;
 
-use super::Dist;
-use super::weights;
+use rayon::prelude::*;
+
+use super::pool::Scratch;
+use super::{Dist, weights};
 
 /// Logit processing applied to target and draft logits before any scheme
 /// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
@@ -59,7 +61,19 @@ impl Processing {
         if logits.is_empty() {
             return Err("no logits: the vocabulary is empty".into());
         }
-        let (mut weights, mut total) = exp_weights(logits, self.temperature)?;
+        let max = max_logit(logits)?;
+        let mut weights = Scratch::new(logits.len());
+        let nucleus_now = self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= logits.len());
+        let (mut total, histograms) = if nucleus_now {
+            // Top-p alone: each chunk's histogram taken while it is in cache.
+            let (total, h) =
+                weights::exp_weights_into(logits, max, self.temperature, &mut weights, histogram);
+            (total, Some(h))
+        } else {
+            let (total, _) =
+                weights::exp_weights_into(logits, max, self.temperature, &mut weights, |_| ());
+            (total, None)
+        };
         let mut kept: Option<Vec<u32>> = None;
         if let Some(k) = self.top_k
             && k < weights.len()
@@ -69,41 +83,37 @@ impl Processing {
             for &id in &ids {
                 only[id as usize] = weights[id as usize];
             }
-            weights = only;
+            weights.copy_from_slice(&only);
             total = weights::chunked_sum(&weights);
             kept = Some(ids);
         }
         if self.top_p < 1.0 {
-            kept = Some(nucleus(&weights, self.top_p, total));
+            let histograms = match histograms {
+                Some(h) => h,
+                None => weights.par_chunks(weights::CHUNK).map(histogram).collect(),
+            };
+            kept = Some(nucleus(&weights, &histograms, self.top_p, total));
         }
         Ok(match kept {
             None => {
-                weights.iter_mut().for_each(|w| *w /= total);
-                Dist::from_trusted(weights)
+                let mut probs = weights.into_vec();
+                probs.iter_mut().for_each(|w| *w /= total);
+                Dist::from_trusted(probs)
             }
             Some(mut ids) => {
                 ids.sort_unstable();
                 ids.retain(|&id| weights[id as usize] > 0.0);
                 let sum: f64 = ids.iter().map(|&id| weights[id as usize]).sum();
-                // The weights' buffer becomes the law: zero, then the kept.
-                let mut probs = weights;
-                let kept_weights: Vec<f64> = ids.iter().map(|&id| probs[id as usize]).collect();
-                probs.fill(0.0);
-                for (&id, w) in ids.iter().zip(kept_weights) {
-                    probs[id as usize] = w / sum;
-                }
-                Dist::with_support(probs, ids)
+                let probs = ids.iter().map(|&id| weights[id as usize] / sum).collect();
+                Dist::sparse(weights.len(), ids, probs)
             }
         })
     }
 }
 
-/// `exp((l − max) / temperature)` in f64 for every logit, and their total:
-/// the softmax before normalisation. `-inf` logits get weight 0.
-fn exp_weights<T: Copy + Into<f64> + Sync>(
-    logits: &[T],
-    temperature: f64,
-) -> Result<(Vec<f64>, f64), String> {
+/// The largest logit; an error for NaN or `+∞` logits, or when every
+/// logit is `-inf`.
+fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64, String> {
     let max = weights::max_logit(logits).map_err(|i| {
         let l: f64 = logits[i].into();
         format!("logit {i} is {l}: the model produced an invalid value")
@@ -111,7 +121,7 @@ fn exp_weights<T: Copy + Into<f64> + Sync>(
     if max == f64::NEG_INFINITY {
         return Err("every logit is -inf: no token can be sampled".into());
     }
-    Ok(weights::exp_weights(logits, max, temperature))
+    Ok(max)
 }
 
 /// Softmax of `logits / temperature` in f64 (the reference for tests).
@@ -161,11 +171,8 @@ fn top_tokens(probs: &[f64], k: usize) -> Vec<u32> {
 /// sum goes on through the sorted crossing bucket from the mass above it.
 /// If rounding leaves that bucket just short of the target,
 /// [`nucleus_by_sorting`] decides.
-fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
-    use rayon::prelude::*;
+fn nucleus(weights: &[f64], histograms: &[[f64; BUCKETS]], top_p: f64, total: f64) -> Vec<u32> {
     let target = top_p * total;
-    let histograms: Vec<[f64; BUCKETS]> =
-        weights.par_chunks(weights::CHUNK).map(histogram).collect();
     let mut above = 0.0;
     let mut crossing = BUCKETS - 1;
     for b in 0..BUCKETS {
@@ -182,14 +189,15 @@ fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
     } else {
         f64::from_bits(((4095 - crossing) as u64) << 50)
     };
-    let candidates: Vec<(f64, u32)> = weights
+    // Per chunk, in id order.
+    let candidates: Vec<Vec<(f64, u32)>> = weights
         .par_chunks(weights::CHUNK)
         .enumerate()
         .map(|(c, chunk)| at_least(chunk, (c * weights::CHUNK) as u32, lowest))
-        .collect::<Vec<_>>()
-        .concat();
+        .collect();
     let mut edge: Vec<(f64, u32)> = candidates
         .iter()
+        .flatten()
         .copied()
         .filter(|&(w, _)| bucket(w) == crossing)
         .collect();
@@ -201,6 +209,7 @@ fn nucleus(weights: &[f64], top_p: f64, total: f64) -> Vec<u32> {
             // Kept: every higher bucket, and the crossing bucket up to here.
             return candidates
                 .into_iter()
+                .flatten()
                 .filter(|&(v, i)| bucket(v) < crossing || v > w || (v == w && i <= id))
                 .map(|(_, i)| i)
                 .collect();
@@ -230,19 +239,46 @@ fn histogram(chunk: &[f64]) -> [f64; BUCKETS] {
 }
 
 /// The positive weights `>= lowest` of a chunk whose first id is `first`,
-/// in id order. Few tokens pass: blocks of 8 are tested at once and only a
-/// block with one is looked at token by token.
+/// in id order.
 fn at_least(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> {
-    let mut out = Vec::new();
-    for (b, block) in chunk.chunks(8).enumerate() {
-        if block.iter().fold(false, |any, &w| any | (w >= lowest)) {
-            for (i, &w) in block.iter().enumerate() {
-                if w >= lowest && w > 0.0 {
-                    out.push((w, first + (b * 8 + i) as u32));
-                }
-            }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { at_least_avx2(chunk, first, lowest) };
         }
     }
+    at_least_portable(chunk, first, lowest)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn at_least_avx2(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> {
+    at_least_portable(chunk, first, lowest)
+}
+
+/// Blocks of 8 tokens: a bit per token that passes (compared 8 at a
+/// time), then one push per set bit. At a hot draft temperature a few
+/// tokens of most blocks pass, and a branch per token mispredicted often.
+#[inline(always)]
+fn at_least_portable(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> {
+    let mut out = Vec::with_capacity(256);
+    let mut gather = |block: &[f64], start: usize| {
+        let mut mask = block.iter().enumerate().fold(0u32, |m, (i, &w)| {
+            m | (u32::from(w >= lowest && w > 0.0) << i)
+        });
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            out.push((block[i], first + (start + i) as u32));
+            mask &= mask - 1;
+        }
+    };
+    let mut blocks = chunk.chunks_exact(8);
+    for (b, block) in (&mut blocks).enumerate() {
+        gather(block, b * 8);
+    }
+    let rest = blocks.remainder();
+    gather(rest, chunk.len() - rest.len());
     out
 }
 

@@ -16,8 +16,6 @@
 //! sums may differ from the scalar loop's in the last bit (docs/schemes.md,
 //! "Processing").
 
-use std::mem::MaybeUninit;
-
 use rayon::prelude::*;
 
 /// Vocabulary entries per unit of parallel work.
@@ -82,34 +80,56 @@ pub(super) fn exp_nonpositive(x: f64) -> f64 {
 
 /// The largest logit, or the index of the first NaN or `+∞`.
 pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64, usize> {
-    let (max, bad) = logits
-        .par_chunks(CHUNK)
-        .map(|chunk| {
-            let (mut max, mut bad) = ([f64::NEG_INFINITY; 8], false);
-            let mut blocks = chunk.chunks_exact(8);
-            for block in &mut blocks {
-                for (m, &l) in max.iter_mut().zip(block) {
-                    let l: f64 = l.into();
-                    bad |= invalid(l);
-                    *m = if l > *m { l } else { *m };
-                }
-            }
-            for &l in blocks.remainder() {
-                let l: f64 = l.into();
-                bad |= invalid(l);
-                max[0] = if l > max[0] { l } else { max[0] };
-            }
-            (max.into_iter().fold(f64::NEG_INFINITY, f64::max), bad)
-        })
-        .reduce(
-            || (f64::NEG_INFINITY, false),
-            |a, b| (a.0.max(b.0), a.1 | b.1),
-        );
+    let (max, bad) = logits.par_chunks(CHUNK).map(max_chunk).reduce(
+        || (f64::NEG_INFINITY, false),
+        |a, b| (a.0.max(b.0), a.1 | b.1),
+    );
     if bad {
         let l = logits.iter().position(|&l| invalid(l.into()));
         return Err(l.unwrap_or(0));
     }
     Ok(max)
+}
+
+/// One chunk's largest logit, and whether it holds a NaN or `+∞`. The
+/// maximum is exact in any order, so the AVX2 build gives the same value.
+fn max_chunk<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { max_chunk_avx2(chunk) };
+        }
+    }
+    max_chunk_portable(chunk)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn max_chunk_avx2<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
+    max_chunk_portable(chunk)
+}
+
+#[inline(always)]
+fn max_chunk_portable<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
+    let (mut max, mut bad) = ([f64::NEG_INFINITY; 8], [false; 8]);
+    let mut blocks = chunk.chunks_exact(8);
+    for block in &mut blocks {
+        for ((m, b), &l) in max.iter_mut().zip(bad.iter_mut()).zip(block) {
+            let l: f64 = l.into();
+            *b |= invalid(l);
+            *m = if l > *m { l } else { *m };
+        }
+    }
+    for &l in blocks.remainder() {
+        let l: f64 = l.into();
+        bad[0] |= invalid(l);
+        max[0] = if l > max[0] { l } else { max[0] };
+    }
+    (
+        max.into_iter().fold(f64::NEG_INFINITY, f64::max),
+        bad.iter().any(|&b| b),
+    )
 }
 
 /// NaN or `+∞`: what no model should produce.
@@ -119,22 +139,41 @@ fn invalid(l: f64) -> bool {
 }
 
 /// `exp((l − max) / temperature)` for every logit and their total.
+#[cfg(test)]
 pub(super) fn exp_weights<T: Copy + Into<f64> + Sync>(
     logits: &[T],
     max: f64,
     temperature: f64,
 ) -> (Vec<f64>, f64) {
-    let n = logits.len();
-    let mut weights: Vec<f64> = Vec::with_capacity(n);
-    let sums: Vec<f64> = logits
+    let mut weights = vec![0.0; logits.len()];
+    let (total, _) = exp_weights_into(logits, max, temperature, &mut weights, |_| ());
+    (weights, total)
+}
+
+/// [`exp_weights`] written into `out` (as long as `logits`), with
+/// `per_chunk` run on each chunk of weights right after it is written
+/// (while it is in cache) by the same task; its results in chunk order.
+pub(super) fn exp_weights_into<T, R>(
+    logits: &[T],
+    max: f64,
+    temperature: f64,
+    out: &mut [f64],
+    per_chunk: impl Fn(&[f64]) -> R + Sync,
+) -> (f64, Vec<R>)
+where
+    T: Copy + Into<f64> + Sync,
+    R: Send,
+{
+    assert_eq!(logits.len(), out.len(), "one weight per logit");
+    let (sums, results): (Vec<f64>, Vec<R>) = logits
         .par_chunks(CHUNK)
-        .zip(weights.spare_capacity_mut()[..n].par_chunks_mut(CHUNK))
-        .map(|(chunk, out)| exp_chunk(chunk, out, max, temperature))
-        .collect();
-    // SAFETY: the chunks of `out` cover its first `n` slots and
-    // `exp_chunk` writes every slot of its chunk.
-    unsafe { weights.set_len(n) };
-    (weights, sums.iter().sum())
+        .zip(out.par_chunks_mut(CHUNK))
+        .map(|(chunk, out)| {
+            let sum = exp_chunk(chunk, out, max, temperature);
+            (sum, per_chunk(out))
+        })
+        .unzip();
+    (sums.iter().sum(), results)
 }
 
 /// The sum of `values` in the same chunked order as [`exp_weights`].
@@ -166,7 +205,7 @@ fn combine(lanes: &[f64; 8]) -> f64 {
 /// One chunk: its weights written to `out` (same length), its sum returned.
 fn exp_chunk<T: Copy + Into<f64>>(
     logits: &[T],
-    out: &mut [MaybeUninit<f64>],
+    out: &mut [f64],
     max: f64,
     temperature: f64,
 ) -> f64 {
@@ -185,7 +224,7 @@ fn exp_chunk<T: Copy + Into<f64>>(
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_chunk_avx2<T: Copy + Into<f64>>(
     logits: &[T],
-    out: &mut [MaybeUninit<f64>],
+    out: &mut [f64],
     max: f64,
     temperature: f64,
 ) -> f64 {
@@ -195,7 +234,7 @@ unsafe fn exp_chunk_avx2<T: Copy + Into<f64>>(
 #[inline(always)]
 fn exp_chunk_portable<T: Copy + Into<f64>>(
     logits: &[T],
-    out: &mut [MaybeUninit<f64>],
+    out: &mut [f64],
     max: f64,
     temperature: f64,
 ) -> f64 {
@@ -205,7 +244,7 @@ fn exp_chunk_portable<T: Copy + Into<f64>>(
     for (block, slots) in (&mut blocks).zip(&mut outs) {
         for ((lane, &l), slot) in lanes.iter_mut().zip(block).zip(slots.iter_mut()) {
             let w = exp_nonpositive((l.into() - max) / temperature);
-            slot.write(w);
+            *slot = w;
             *lane += w;
         }
     }
@@ -216,7 +255,7 @@ fn exp_chunk_portable<T: Copy + Into<f64>>(
         .zip(outs.into_remainder().iter_mut())
     {
         let w = exp_nonpositive((l.into() - max) / temperature);
-        slot.write(w);
+        *slot = w;
         *lane += w;
     }
     combine(&lanes)

@@ -15,6 +15,7 @@
 
 use anyhow::{Result, bail};
 use candle_core::{Device, Tensor};
+use rayon::prelude::*;
 
 /// Positions added to a layer's buffers at a time when they fill up.
 pub const GROWTH: usize = 256;
@@ -49,21 +50,27 @@ impl Buffers {
         })
     }
 
-    /// Copies positions `[from, to)` of physical row `source` into `rows`.
-    fn copy_row(&self, source: usize, rows: &[usize], from: usize, to: usize) -> Result<()> {
-        if to <= from || rows.is_empty() {
+    /// Copies positions `[from, to)` of physical row `source` into every
+    /// physical row (the source's own are rewritten with themselves).
+    ///
+    /// Two tensor calls per buffer whatever the number of rows: one
+    /// strided copy of the source's positions repeated once per row (a
+    /// fresh tensor, since `slice_set` refuses a source sharing the
+    /// destination's storage), and one `slice_set` into all rows. A copy
+    /// per row cost hundreds of small calls per round at K = 8.
+    fn copy_row_to_all(&self, source: usize, from: usize, to: usize) -> Result<()> {
+        let rows = self.physical_rows()?;
+        if to <= from || rows < 2 {
             return Ok(());
         }
         for buffer in [&self.k, &self.v] {
-            // slice_set refuses a source sharing the destination's storage:
-            // the new positions go through one small contiguous copy.
+            let (_, heads, _, d) = buffer.dims4()?;
             let part = buffer
                 .narrow(0, source, 1)?
                 .narrow(2, from, to - from)?
+                .broadcast_as((rows, heads, to - from, d))?
                 .contiguous()?;
-            for &row in rows {
-                buffer.narrow(0, row, 1)?.slice_set(&part, 2, from)?;
-            }
+            buffer.slice_set(&part, 2, from)?;
         }
         Ok(())
     }
@@ -225,9 +232,8 @@ impl KvCache {
     /// Every physical row gets the copy, not only the first `count`, so
     /// that all of them share the whole cache afterwards.
     fn repeat(&mut self, source: usize, count: usize, physical: usize) -> Result<()> {
-        let others: Vec<usize> = (0..physical).filter(|&r| r != source).collect();
-        for layer in self.layers.iter_mut().flatten() {
-            if physical < count {
+        if physical < count {
+            for layer in self.layers.iter_mut().flatten() {
                 // More rows than the buffers hold: new buffers, the source
                 // row copied whole into each.
                 let fresh = Buffers::zeros(&layer.k, count, layer.capacity()?)?;
@@ -241,8 +247,17 @@ impl KvCache {
                     }
                 }
                 *layer = fresh;
+            }
+        } else {
+            let (common, len) = (self.common, self.len);
+            let copy = |layer: &Buffers| layer.copy_row_to_all(source, common, len);
+            let on_cpu = self.layers.iter().flatten().all(|l| l.k.device().is_cpu());
+            if on_cpu {
+                // The layers' copies are independent: spread over the pool.
+                // (On a GPU they queue on one stream: launched in order.)
+                self.layers.par_iter().flatten().try_for_each(copy)?;
             } else {
-                layer.copy_row(source, &others, self.common, self.len)?;
+                self.layers.iter().flatten().try_for_each(copy)?;
             }
         }
         self.start = 0;
