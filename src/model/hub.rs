@@ -242,14 +242,7 @@ impl ModelSource {
                     .display(),
                 fnv1a(&std::fs::read(&config)?)
             ),
-            Self::Hub {
-                repo: HubRepo::Online(online),
-                ..
-            } => online.borrow_mut().finish()?,
-            Self::Hub {
-                repo: HubRepo::Offline(snapshot),
-                ..
-            } => snapshot.commit.clone(),
+            Self::Hub { .. } => self.pin()?,
         };
         Ok(ModelFiles {
             name,
