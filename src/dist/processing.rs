@@ -79,11 +79,12 @@ impl Processing {
             && k < weights.len()
         {
             let ids = top_tokens(&weights, k);
-            let mut only = vec![0.0; weights.len()];
-            for &id in &ids {
-                only[id as usize] = weights[id as usize];
+            // Only the top k keep their weights, in the same buffer.
+            let top: Vec<f64> = ids.iter().map(|&id| weights[id as usize]).collect();
+            weights.fill(0.0);
+            for (&id, w) in ids.iter().zip(top) {
+                weights[id as usize] = w;
             }
-            weights.copy_from_slice(&only);
             total = weights::chunked_sum(&weights);
             kept = Some(ids);
         }
