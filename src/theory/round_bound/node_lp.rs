@@ -242,7 +242,7 @@ pub fn node_lp(instance: &Instance, law: DraftLaw, k: usize) -> Result<NodeBound
     let nodes = Nodes::of(instance);
     let strings = Strings::of(instance);
     let tries = node_tries(instance, law, k, &nodes);
-    let master = master(instance, &nodes, &strings);
+    let mut master = master(instance, &nodes, &strings);
     // First cuts: every node first, the root after it (the root alone among
     // them): bounded from the start, and most nodes priced once.
     let mut starts = vec![{
@@ -258,13 +258,13 @@ pub fn node_lp(instance: &Instance, law: DraftLaw, k: usize) -> Result<NodeBound
             starts.push(vertex);
         }
     }
-    let mut problem = master.problem.clone();
     for vertex in &starts {
-        problem.add_constraint(cut(&master, vertex), ComparisonOp::Ge, 0.0);
+        let row = cut(&master, vertex);
+        master.problem.add_constraint(row, ComparisonOp::Ge, 0.0);
     }
     let mut options = SolveOptions::default();
     options.tolerances.feasibility = FEASIBILITY;
-    let mut solution = optimal(problem.solve_with(options))?;
+    let mut solution = optimal(master.problem.solve_with(options))?;
     let mut cuts = starts.len();
     loop {
         let nu: Vec<f64> = master.nu.iter().map(|&v| solution.var_value(v)).collect();
