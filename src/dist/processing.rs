@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use rayon::prelude::*;
 
 use super::pool::Scratch;
-use super::{Dist, weights};
+use super::{Dist, certified, weights};
 
 /// Logit processing applied to target and draft logits before any scheme
 /// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
@@ -56,14 +56,34 @@ impl Processing {
     /// Truncation works on the unnormalised weights `exp((l − max)/T)`: the
     /// kept tokens are renormalised once at the end, so a 50k vocabulary is
     /// divided through only when nothing is truncated.
-    pub fn apply<T: Copy + Into<f64> + Sync>(&self, logits: &[T]) -> Result<Dist, String> {
+    pub fn apply<T: Copy + Into<f64> + Sync + 'static>(
+        &self,
+        logits: &[T],
+    ) -> Result<Dist, String> {
         self.validate()?;
         if logits.is_empty() {
             return Err("no logits: the vocabulary is empty".into());
         }
         let max = max_logit(logits)?;
+        // Top-p alone: certified from estimates where it can be (the same
+        // law bit for bit; see `certified`), the full computation otherwise.
+        if self.nucleus_only(logits.len())
+            && let Some(law) = certified::top_p(logits, max, self.temperature, self.top_p)
+        {
+            return Ok(law);
+        }
+        Ok(self.full(logits, max))
+    }
+
+    fn nucleus_only(&self, vocab: usize) -> bool {
+        self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= vocab)
+    }
+
+    /// The law from every token's exact weight: the definition, which the
+    /// certified path reproduces.
+    fn full<T: Copy + Into<f64> + Sync + 'static>(&self, logits: &[T], max: f64) -> Dist {
+        let nucleus_now = self.nucleus_only(logits.len());
         let mut weights = Scratch::new(logits.len());
-        let nucleus_now = self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= logits.len());
         let (mut total, histograms) = if nucleus_now {
             // Top-p alone: each chunk's histogram taken while it is in cache.
             let (total, h) =
@@ -95,7 +115,7 @@ impl Processing {
             };
             kept = Some(nucleus(&weights, &histograms, self.top_p, total));
         }
-        Ok(match kept {
+        match kept {
             None => {
                 let mut probs = weights.into_vec();
                 probs.iter_mut().for_each(|w| *w /= total);
@@ -108,13 +128,13 @@ impl Processing {
                 let probs = ids.iter().map(|&id| weights[id as usize] / sum).collect();
                 Dist::sparse(weights.len(), ids, probs)
             }
-        })
+        }
     }
 }
 
 /// The largest logit; an error for NaN or `+∞` logits, or when every
 /// logit is `-inf`.
-fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64, String> {
+fn max_logit<T: Copy + Into<f64> + Sync + 'static>(logits: &[T]) -> Result<f64, String> {
     let max = weights::max_logit(logits).map_err(|i| {
         let l: f64 = logits[i].into();
         format!("logit {i} is {l}: the model produced an invalid value")
@@ -188,7 +208,7 @@ fn nucleus(weights: &[f64], histograms: &[[f64; BUCKETS]], top_p: f64, total: f6
     let lowest = if crossing == BUCKETS - 1 {
         0.0
     } else {
-        f64::from_bits(((4095 - crossing) as u64) << 50)
+        lowest_weight(crossing)
     };
     // Per chunk, in id order.
     let candidates: Vec<Vec<(f64, u32)>> = weights
@@ -285,11 +305,16 @@ fn at_least_portable(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> 
 
 /// Buckets of [`nucleus`]: 4 per octave from 1 down, the last one holding
 /// every weight below 2⁻⁶³ (and zeros, which add nothing).
-const BUCKETS: usize = 256;
+pub(super) const BUCKETS: usize = 256;
+
+/// The smallest weight of bucket `b` (below `BUCKETS − 1`).
+fn lowest_weight(b: usize) -> f64 {
+    f64::from_bits(((4095 - b) as u64) << 50)
+}
 
 /// The bucket of a weight in [0, 1]: larger weights, smaller buckets.
 #[inline]
-fn bucket(w: f64) -> usize {
+pub(super) fn bucket(w: f64) -> usize {
     // 1.0 has exponent and top mantissa bits 4092 (= 0x3FF << 2).
     let top = (w.to_bits() >> 50) as usize;
     4095usize.saturating_sub(top).min(BUCKETS - 1)
@@ -297,7 +322,7 @@ fn bucket(w: f64) -> usize {
 
 /// Larger probability first, ties by smaller id. The values are positive
 /// and finite, so their bit patterns order like the values.
-fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
+pub(super) fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
     b.0.to_bits().cmp(&a.0.to_bits()).then(a.1.cmp(&b.1))
 }
 
@@ -427,6 +452,117 @@ mod tests {
         // top-2 renormalised: 0.625, 0.375; top-p 0.6 then keeps id 0 only.
         assert_eq!(d.support(), &[0]);
         assert_eq!(d.get(0), 1.0);
+    }
+
+    /// Laws of every shape the certified path meets: the synthetic
+    /// family's (a head, boosted tokens, a thin tail), flat ones, many-way
+    /// ties, and a cut placed exactly on a boundary.
+    fn laws(v: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut rng = crate::rng::SpecRng::derive(seed, &[v as u64]);
+        let mut out = Vec::new();
+        for shape in 0..6 {
+            let logits: Vec<f32> = (0..v)
+                .map(|i| match shape {
+                    0 => -(((i * 7919) % v) as f32 + 1.0).ln() * 1.4 - 30.0 * (i as f32 / v as f32),
+                    1 => (rng.uniform() * 8.0) as f32,
+                    2 => -(((i * 37) % 6) as f32),
+                    3 => (rng.uniform() * 3.0).floor() as f32 * 0.5,
+                    4 => -(rng.uniform().powi(3) * 40.0) as f32,
+                    _ => (rng.uniform() - 0.5) as f32 * 1e-3,
+                })
+                .collect();
+            out.push(logits);
+        }
+        out
+    }
+
+    fn assert_same(a: &Dist, b: &Dist, what: &str) {
+        assert_eq!(a.support(), b.support(), "{what}: supports differ");
+        let bits = |d: &Dist| {
+            d.support_probs()
+                .iter()
+                .map(|p| p.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(a), bits(b), "{what}: probabilities differ");
+        assert_eq!(
+            a.mass().to_bits(),
+            b.mass().to_bits(),
+            "{what}: masses differ"
+        );
+    }
+
+    #[test]
+    fn the_certified_law_is_the_full_law_bit_for_bit_or_none() {
+        let mut certified_count = 0;
+        let mut total = 0;
+        for (v, seed) in [(50_272, 1), (5_003, 2), (257, 3), (31, 4)] {
+            for (shape, logits) in laws(v, seed).iter().enumerate() {
+                for temperature in [0.6, 1.0, 1.2, 2.4] {
+                    for top_p in [0.3, 0.9, 0.95, 0.999] {
+                        let proc = Processing {
+                            temperature,
+                            top_k: None,
+                            top_p,
+                        };
+                        let max = max_logit(logits).unwrap();
+                        let full = proc.full(logits, max);
+                        total += 1;
+                        if let Some(law) = certified::top_p(logits, max, temperature, top_p) {
+                            certified_count += 1;
+                            let what = format!("V {v} shape {shape} T {temperature} p {top_p}");
+                            assert_same(&law, &full, &what);
+                        }
+                        assert_same(&proc.apply(logits).unwrap(), &full, "apply");
+                    }
+                }
+            }
+        }
+        // The test must exercise the certified path, not only the fallback.
+        assert!(
+            certified_count * 2 > total,
+            "{certified_count} of {total} certified"
+        );
+    }
+
+    #[test]
+    fn minus_infinity_logits_and_f64_logits_give_the_full_law() {
+        let mut logits = laws(5_003, 9).swap_remove(0);
+        for i in (0..logits.len()).step_by(7) {
+            logits[i] = f32::NEG_INFINITY;
+        }
+        let proc = Processing {
+            temperature: 1.2,
+            top_k: None,
+            top_p: 0.95,
+        };
+        let full = proc.full(&logits, max_logit(&logits).unwrap());
+        let law = certified::top_p(&logits, max_logit(&logits).unwrap(), 1.2, 0.95);
+        assert_same(&law.expect("-inf logits are certified"), &full, "-inf");
+        // f64 logits always take the full path.
+        let wide: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
+        assert!(certified::top_p(&wide, max_logit(&wide).unwrap(), 1.2, 0.95).is_none());
+        assert_same(&proc.apply(&wide).unwrap(), &full, "f64 logits");
+    }
+
+    #[test]
+    fn a_cut_exactly_on_a_tie_is_left_to_the_full_path_or_agrees() {
+        // 100 equal tokens and top-p = k/100: the exact cut lands on a
+        // token boundary, where only rounding decides; whatever the
+        // certified path returns must be the full path's law.
+        let logits = vec![0.0f32; 100];
+        for k in [1, 10, 50, 95, 99] {
+            let top_p = k as f64 / 100.0;
+            let proc = Processing {
+                top_p,
+                ..Processing::default()
+            };
+            let full = proc.full(&logits, 0.0);
+            if let Some(law) = certified::top_p(&logits, 0.0, 1.0, top_p) {
+                assert_same(&law, &full, &format!("top-p {top_p}"));
+            }
+            assert_same(&proc.apply(&logits).unwrap(), &full, "apply");
+        }
     }
 
     #[test]

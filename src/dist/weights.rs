@@ -79,7 +79,7 @@ pub(super) fn exp_nonpositive(x: f64) -> f64 {
 }
 
 /// The largest logit, or the index of the first NaN or `+∞`.
-pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64, usize> {
+pub(super) fn max_logit<T: Copy + Into<f64> + Sync + 'static>(logits: &[T]) -> Result<f64, usize> {
     let (max, bad) = logits.par_chunks(CHUNK).map(max_chunk).reduce(
         || (f64::NEG_INFINITY, false),
         |a, b| (a.0.max(b.0), a.1 | b.1),
@@ -93,9 +93,21 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync>(logits: &[T]) -> Result<f64,
 
 /// One chunk's largest logit, and whether it holds a NaN or `+∞`. The
 /// maximum is exact in any order, so the AVX2 build gives the same value.
-fn max_chunk<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
+fn max_chunk<T: Copy + Into<f64> + 'static>(chunk: &[T]) -> (f64, bool) {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+            && std::arch::is_x86_feature_detected!("avx")
+        {
+            // SAFETY: T is f32, and the CPU has the feature the function
+            // is built for.
+            return unsafe {
+                max_chunk_f32_avx(std::slice::from_raw_parts(
+                    chunk.as_ptr().cast::<f32>(),
+                    chunk.len(),
+                ))
+            };
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
             return unsafe { max_chunk_avx2(chunk) };
@@ -108,6 +120,39 @@ fn max_chunk<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
 #[target_feature(enable = "avx2")]
 unsafe fn max_chunk_avx2<T: Copy + Into<f64>>(chunk: &[T]) -> (f64, bool) {
     max_chunk_portable(chunk)
+}
+
+/// [`max_chunk`] on f32 logits, 8 per instruction, in f32: the maximum
+/// is one of the values, exact in either width.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn max_chunk_f32_avx(chunk: &[f32]) -> (f64, bool) {
+    use std::arch::x86_64::*;
+    let infinity = _mm256_set1_ps(f32::INFINITY);
+    let mut max = [_mm256_set1_ps(f32::NEG_INFINITY); 2];
+    let mut bad = _mm256_setzero_ps();
+    let mut blocks = chunk.chunks_exact(16);
+    for block in &mut blocks {
+        for (j, m) in max.iter_mut().enumerate() {
+            // SAFETY: 8 of the block's 16 floats.
+            let v = unsafe { _mm256_loadu_ps(block.as_ptr().add(8 * j)) };
+            // NaN and +∞ are not less than +∞.
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, infinity, _CMP_NLT_UQ));
+            // Not `max_ps(v, m)`: that returns its second operand for NaN;
+            // NaN is reported through `bad` anyway.
+            *m = _mm256_max_ps(*m, v);
+        }
+    }
+    let mut lanes = [0.0f32; 8];
+    // SAFETY: 8 slots.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), _mm256_max_ps(max[0], max[1])) };
+    let mut best = lanes.into_iter().fold(f32::NEG_INFINITY, f32::max);
+    let mut invalid = _mm256_movemask_ps(bad) != 0;
+    for &l in blocks.remainder() {
+        invalid |= l.is_nan() || l == f32::INFINITY;
+        best = if l > best { l } else { best };
+    }
+    (f64::from(best), invalid)
 }
 
 #[inline(always)]
@@ -140,7 +185,7 @@ fn invalid(l: f64) -> bool {
 
 /// `exp((l − max) / temperature)` for every logit and their total.
 #[cfg(test)]
-pub(super) fn exp_weights<T: Copy + Into<f64> + Sync>(
+pub(super) fn exp_weights<T: Copy + Into<f64> + Sync + 'static>(
     logits: &[T],
     max: f64,
     temperature: f64,
@@ -161,7 +206,7 @@ pub(super) fn exp_weights_into<T, R>(
     per_chunk: impl Fn(&[f64]) -> R + Sync,
 ) -> (f64, Vec<R>)
 where
-    T: Copy + Into<f64> + Sync,
+    T: Copy + Into<f64> + Sync + 'static,
     R: Send,
 {
     assert_eq!(logits.len(), out.len(), "one weight per logit");
@@ -203,7 +248,7 @@ fn combine(lanes: &[f64; 8]) -> f64 {
 }
 
 /// One chunk: its weights written to `out` (same length), its sum returned.
-fn exp_chunk<T: Copy + Into<f64>>(
+fn exp_chunk<T: Copy + Into<f64> + 'static>(
     logits: &[T],
     out: &mut [f64],
     max: f64,
@@ -213,11 +258,98 @@ fn exp_chunk<T: Copy + Into<f64>>(
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
+            if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+                // SAFETY: T is f32; the CPU has the features the function
+                // is built for.
+                return unsafe {
+                    let logits =
+                        std::slice::from_raw_parts(logits.as_ptr().cast::<f32>(), logits.len());
+                    exp_chunk_f32_avx2(logits, out, max, temperature)
+                };
+            }
             // SAFETY: the CPU has the features the function is built for.
             return unsafe { exp_chunk_avx2(logits, out, max, temperature) };
         }
     }
     exp_chunk_portable(logits, out, max, temperature)
+}
+
+/// [`exp_chunk_portable`] on f32 logits, written out in AVX2 so that 8
+/// values are in flight per step (the compiler's version ran one vector
+/// of 4 at a time through the 11-deep Horner chain). Every operation is
+/// [`exp_nonpositive`]'s own, in the same order, and each exactly rounded,
+/// so each weight is the same bit for bit; the eight lanes of the sum are
+/// the same lanes, added in the same order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_chunk_f32_avx2(logits: &[f32], out: &mut [f64], max: f64, temperature: f64) -> f64 {
+    use std::arch::x86_64::*;
+    assert_eq!(logits.len(), out.len());
+    let set = |v: f64| _mm256_set1_pd(v);
+    let (max_v, t_v, shift) = (set(max), set(temperature), set(SHIFT));
+    let (log2e, ln2_hi, ln2_lo) = (set(std::f64::consts::LOG2_E), set(LN2_HI), set(LN2_LO));
+    let (one, half_v, lowest) = (set(1.0), set(0.5), set(LOWEST));
+    let shift_bits = _mm256_set1_epi64x(SHIFT.to_bits() as i64);
+    let bias = _mm256_set1_epi64x(1023);
+    let exp = |l: __m128| {
+        let x = _mm256_div_pd(_mm256_sub_pd(_mm256_cvtps_pd(l), max_v), t_v);
+        let kd = _mm256_fmadd_pd(x, log2e, shift);
+        let k = _mm256_sub_epi64(_mm256_castpd_si256(kd), shift_bits);
+        let kf = _mm256_sub_pd(kd, shift);
+        let head = _mm256_fnmadd_pd(kf, ln2_hi, x);
+        let r = _mm256_fnmadd_pd(kf, ln2_lo, head);
+        let c = _mm256_fnmadd_pd(kf, ln2_lo, _mm256_sub_pd(head, r));
+        let mut p = set(TAYLOR[11]);
+        for &coefficient in TAYLOR[..11].iter().rev() {
+            p = _mm256_fmadd_pd(p, r, set(coefficient));
+        }
+        let t = _mm256_fmadd_pd(_mm256_mul_pd(r, r), p, c);
+        let one_r = _mm256_add_pd(one, r);
+        let low = _mm256_add_pd(_mm256_sub_pd(r, _mm256_sub_pd(one_r, one)), t);
+        // k >> 1 (floor of k/2; AVX2 has no 64-bit arithmetic shift): kf
+        // is k exactly, so floor(kf/2) is too, read back as an integer
+        // through the same shift as k.
+        let half_f = _mm256_floor_pd(_mm256_mul_pd(kf, half_v));
+        let half = _mm256_sub_epi64(
+            _mm256_castpd_si256(_mm256_add_pd(half_f, shift)),
+            shift_bits,
+        );
+        let scale =
+            |e: __m256i| _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(e, bias), 52));
+        let (s1, s2) = (scale(half), scale(_mm256_sub_epi64(k, half)));
+        let y = _mm256_mul_pd(_mm256_fmadd_pd(s1, one_r, _mm256_mul_pd(s1, low)), s2);
+        _mm256_and_pd(y, _mm256_cmp_pd(x, lowest, _CMP_GE_OQ))
+    };
+    let (mut low_lanes, mut high_lanes) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let blocks = logits.len() / 8;
+    for b in 0..blocks {
+        // SAFETY: 8 values from b * 8 < blocks * 8 <= len, in both slices.
+        unsafe {
+            let at = b * 8;
+            let w0 = exp(_mm_loadu_ps(logits.as_ptr().add(at)));
+            let w1 = exp(_mm_loadu_ps(logits.as_ptr().add(at + 4)));
+            _mm256_storeu_pd(out.as_mut_ptr().add(at), w0);
+            _mm256_storeu_pd(out.as_mut_ptr().add(at + 4), w1);
+            low_lanes = _mm256_add_pd(low_lanes, w0);
+            high_lanes = _mm256_add_pd(high_lanes, w1);
+        }
+    }
+    let mut lanes = [0.0f64; 8];
+    // SAFETY: 8 slots.
+    unsafe {
+        _mm256_storeu_pd(lanes.as_mut_ptr(), low_lanes);
+        _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high_lanes);
+    }
+    for ((lane, &l), slot) in lanes
+        .iter_mut()
+        .zip(&logits[blocks * 8..])
+        .zip(&mut out[blocks * 8..])
+    {
+        let w = exp_nonpositive((f64::from(l) - max) / temperature);
+        *slot = w;
+        *lane += w;
+    }
+    combine(&lanes)
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,734 @@
+//! Top-p without an exact weight for every token, giving the same law bit
+//! for bit as the full computation ([`super::processing`]).
+//!
+//! The full path computes `w_i = exp((l_i − max)/T)` in f64 (within 1 ulp
+//! of libm; [`weights::exp_nonpositive`]) for all 50,272 tokens, sums
+//! them, and cuts the nucleus from a histogram of the weights. Only the
+//! kept tokens' weights reach the law. The others matter through two
+//! things only: their total, and that they come after the cut. So here:
+//!
+//! 1. **Estimates.** Every weight is estimated in f32, 8 at a time
+//!    ([`estimate`]). The estimates are summed in f64, together with an
+//!    error bound: `|ŵ − w| ≤ ŵ (C1 |y| + C2)`, where `y` is the estimate's
+//!    argument.
+//! 2. **Candidates.** The candidates are the logits at or above the one
+//!    weighing `(1 − top_p)/n` of the total; the crossing token weighs more
+//!    than that. They are selected by an f32 comparison, 8 at a time.
+//!    Their estimates then give, by bisection, where the cut probably falls.
+//! 3. **The near tokens.** The near tokens are the candidates whose
+//!    estimate is within 5 % below that point, or above it. Their *exact*
+//!    weights come from the full path's own function. Those more than 5 %
+//!    above the point are surely before the cut and are only summed. The
+//!    rest are sorted as the full path sorts them (weight desc, id asc) and
+//!    walked to the crossing token.
+//! 4. **The certificate.** The other tokens' total is their estimates'
+//!    total within its error bound, so the exact total lies in
+//!    `[Σ_lo, Σ_hi]`. The cut stands if all of these hold:
+//!    * the mass before the crossing token is below `top_p · Σ_lo`, by more
+//!      than any rounding of either path's sums ([`rounding_margin`]);
+//!    * the mass through it is above `top_p · Σ_hi`, by the same margin;
+//!    * every token that is not near weighs less than the crossing token,
+//!      so none could come before it.
+//!
+//!    Then the exact-arithmetic nucleus is the one found. The full path,
+//!    whose sums are within that rounding of exact, finds it too. The kept
+//!    weights are the full path's own values, summed in the same order, so
+//!    the law is the same bit for bit.
+//! 5. **Fallback.** When a condition fails, the caller runs the full path.
+//!    That happens for a cut within ~1e-7 of the total from a token
+//!    boundary, or for settings outside what the bound covers (a
+//!    temperature outside [1e-3, 1e3], or f64 logits). [`fallbacks`]
+//!    counts how often.
+//!
+//! On the 2-core build machine this is ~2–4× less work per 50k-token law
+//! than the full path (docs/benchmarks.md, "bench round", third pass).
+
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
+use rayon::prelude::*;
+
+use super::processing::descending;
+use super::{Dist, weights};
+
+/// The error of an estimate against the full path's weight `w`:
+/// `|ŵ − w| ≤ ŵ (C1 |y| + C2)` above [`CUTOFF`], where `y` is the
+/// estimate's f32 argument. `C1` is the three f32 roundings of
+/// `y = (l − max) · (1/T)` (`3 · 2⁻²⁴` of `y`, rounded up; the full path's
+/// own argument is within 2⁻⁵² of exact), which move `eʸ` by `|y|` times
+/// as much. `C2` is the rest: the reduction's two roundings (~2⁻²⁵), the
+/// polynomial's truncation (below 8e-9) and five roundings (~5 · 2⁻²⁴),
+/// and the full path's 1 ulp; the test measures it at ~1e-7, under half.
+const C1: f64 = 1.8e-7;
+const C2: f64 = 4e-7;
+
+/// Below this argument an estimate is 0; the weight is then below
+/// `ALPHA` (`e^−87·(1 − 1e-6)` rounds up to 1.7e-38).
+const CUTOFF: f32 = -87.0;
+/// Arguments are raised to this in `Σ ŵ |y|` (their estimates are 0
+/// there), so that a `−∞` logit adds 0 rather than `0 · ∞`.
+const SPREAD_FLOOR: f32 = -100.0;
+const ALPHA: f64 = 2e-38;
+
+/// Temperatures the bound is kept for: `1/T` and `(l − max)/T` stay far
+/// from the edges of f64.
+const TEMPERATURES: std::ops::RangeInclusive<f64> = 1e-3..=1e3;
+
+static FALLBACKS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many laws were left to the full path since the process started.
+pub fn fallbacks() -> usize {
+    FALLBACKS.load(AtomicOrdering::Relaxed)
+}
+
+/// The top-p law of `logits` (largest logit `max`), or `None` when the cut
+/// cannot be certified and the full path must decide.
+pub(super) fn top_p<T>(logits: &[T], max: f64, temperature: f64, top_p: f64) -> Option<Dist>
+where
+    T: Copy + Into<f64> + Sync + 'static,
+{
+    let law = as_f32(logits).and_then(|logits| try_top_p(logits, max, temperature, top_p));
+    if law.is_none() {
+        FALLBACKS.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+    law
+}
+
+fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<Dist> {
+    if !(TEMPERATURES.contains(&temperature) && top_p > 0.0 && top_p < 1.0) {
+        return None;
+    }
+    let n = logits.len();
+    // Exact: the largest logit is one of the f32 logits.
+    let max_f32 = max as f32;
+    let inv_t = (1.0 / temperature) as f32;
+
+    // 1. The estimated total, and its error bound.
+    let total: Estimate = logits
+        .par_chunks(weights::CHUNK)
+        .map(|chunk| estimate(chunk, max_f32, inv_t))
+        .collect::<Vec<Estimate>>()
+        .into_iter()
+        .fold(Estimate::default(), Estimate::add);
+    let total_estimate = total.sum;
+
+    // 2. Candidates: the logits at or above the one whose weight is
+    // (1 − top_p)/n of the total. The crossing token weighs more than that
+    // (the n tokens from it on hold more than 1 − top_p of the mass), so
+    // the nucleus is among them; the certificate checks it all the same.
+    let floor_weight = (1.0 - top_p) * total_estimate / n as f64 * (1.0 - 1e-6);
+    let threshold = next_down_f32((max + temperature * floor_weight.ln()) as f32);
+    let ids = candidates(logits, threshold);
+    let gathered: Vec<f32> = ids.iter().map(|&id| logits[id as usize]).collect();
+    let mut guesses = vec![0.0f32; ids.len()];
+    estimate_into(&gathered, max_f32, inv_t, &mut guesses);
+
+    // 3. Where the cut probably falls, from the estimates alone; then the
+    // exact weights of the tokens at or above a hair below it (the
+    // nucleus and its edge), the surely-kept ones summed and the edge
+    // sorted, as the full path would order them.
+    let target_estimate = top_p * total_estimate;
+    let likely = crossing_estimate(&guesses, target_estimate, (floor_weight * 0.5) as f32);
+    // The edge: 5 % either side, far more than the estimates' error of
+    // the mass above a weight (~4e-5 of the total) can move the cut.
+    let floor = likely * 0.95;
+    // Kept by writing every slot and moving on only past the near ones:
+    // a branch per candidate would mispredict (half of them are near at
+    // hot temperatures, in no pattern).
+    let mut near_ids = vec![0u32; ids.len()];
+    let mut near_logits = vec![0.0f32; ids.len()];
+    // Four lanes of local sums, so that the additions do not wait on each
+    // other (a struct's fields went through memory on every step).
+    let (mut sums, mut spreads) = ([0.0f64; 4], [0.0f64; 4]);
+    let mut count = 0;
+    for (i, ((&id, &l), &g)) in ids.iter().zip(&gathered).zip(&guesses).enumerate() {
+        near_ids[count] = id;
+        near_logits[count] = l;
+        let near = g >= floor;
+        // The same argument the estimate had (the same f32 operations).
+        let y = f64::from((l - max_f32) * inv_t);
+        sums[i % 4] += if near { f64::from(g) } else { 0.0 };
+        spreads[i % 4] -= if near { f64::from(g) * y } else { 0.0 };
+        count += usize::from(near);
+    }
+    let near_estimate = Estimate {
+        sum: sums.iter().sum(),
+        spread: spreads.iter().sum(),
+    };
+    near_ids.truncate(count);
+    near_logits.truncate(count);
+    let mut exact = vec![0.0; near_ids.len()];
+    weights::exp_weights_into(&near_logits, max, temperature, &mut exact, |_| ());
+    let near_mass: f64 = weights::chunked_sum(&exact);
+    let tail_estimate = total_estimate - near_estimate.sum;
+    // The other tokens' estimates are within this of their weights: the
+    // bound over all tokens less the near ones', each summed within 1e-3
+    // (f32 lanes of at most n/8 terms: n · 2⁻²⁷ of their total).
+    let tail_error = (1.001 * total.bound() - 0.999 * near_estimate.bound()).max(0.0) * 1.0001
+        + n as f64 * ALPHA;
+    let target = top_p * (near_mass + tail_estimate.max(0.0));
+    let cut = cut_near(&near_ids, &exact, f64::from(likely) * 1.05, target)?;
+
+    // 4. The certificate.
+    let u = f64::EPSILON / 2.0;
+    let margin = rounding_margin(n + ids.len());
+    let slack = 4.0 * (n + ids.len()) as f64 * u * (total_estimate + near_mass);
+    let sum_lo = near_mass * (1.0 - margin) + (tail_estimate - slack - tail_error).max(0.0);
+    let sum_hi = near_mass * (1.0 + margin) + tail_estimate + slack + tail_error;
+    let before_ok = cut.before <= top_p * sum_lo * (1.0 - margin);
+    let through_ok = cut.through >= top_p * sum_hi * (1.0 + margin);
+    // A token that is not near weighs less than this: below the logit
+    // threshold (the full path's argument rounds monotonically and its exp
+    // is within 2 ulp of exact), or a candidate whose estimate is below
+    // the floor (estimates are within 2e-5 of their weights).
+    let below_threshold = ((f64::from(threshold) - max) / temperature).exp() * (1.0 + 1e-12);
+    let below_floor = f64::from(floor) * 1.001 + ALPHA;
+    if !(before_ok && through_ok && below_threshold.max(below_floor) < cut.weight) {
+        return None;
+    }
+    let ids = near_ids;
+
+    // 4. The law: the full path's weights of the kept ids, in id order.
+    // Before the crossing token in (weight desc, id asc) order, or it.
+    // Written unconditionally and counted, without a branch per token (a
+    // third to a half pass at hot temperatures, in no pattern).
+    let mut kept = vec![0u32; ids.len()];
+    let mut kept_weights = vec![0.0f64; ids.len()];
+    let mut count = 0;
+    for (&id, &w) in ids.iter().zip(&exact) {
+        kept[count] = id;
+        kept_weights[count] = w;
+        // `|` and `&`, not `||` and `&&`: no branch.
+        count += usize::from((w > cut.weight) | ((w == cut.weight) & (id <= cut.id)));
+    }
+    kept.truncate(count);
+    kept_weights.truncate(count);
+    let sum: f64 = kept_weights.iter().sum();
+    let probs = kept_weights.iter().map(|&w| w / sum).collect();
+    Some(Dist::sparse(n, kept, probs))
+}
+
+/// The largest f32 below `x` (so that `l >= result` keeps every `l >= x`).
+fn next_down_f32(x: f32) -> f32 {
+    if x.is_nan() || x == f32::NEG_INFINITY {
+        f32::NEG_INFINITY
+    } else if x == 0.0 {
+        -f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// `16 (n + 2048) u`: more than four times the relative rounding of any
+/// sum either path takes over at most `n` positive terms (the full path's
+/// totals, bucket masses and running sums are sums of at most `n + 2048`
+/// terms, each within `(terms) · u` of exact), and of this path's own.
+fn rounding_margin(n: usize) -> f64 {
+    16.0 * (n + 2048) as f64 * (f64::EPSILON / 2.0)
+}
+
+/// Where the cut fell among the near tokens.
+#[derive(Debug)]
+struct Cut {
+    /// The crossing token and its exact weight.
+    id: u32,
+    weight: f64,
+    /// The mass of every token before it in (weight desc, id asc) order,
+    /// and through it.
+    before: f64,
+    through: f64,
+}
+
+/// The cut among the near tokens' exact weights against `target`: those
+/// at or above `surely` come first in any order (their mass summed), the
+/// others are sorted as the full path sorts (weight desc, id asc) and
+/// walked until the running mass reaches the target. `None` when the cut
+/// is not among the sorted ones.
+fn cut_near(ids: &[u32], exact: &[f64], surely: f64, target: f64) -> Option<Cut> {
+    let mut lanes = [0.0f64; 4];
+    let mut blocks = exact.chunks_exact(4);
+    for block in &mut blocks {
+        for (lane, &w) in lanes.iter_mut().zip(block) {
+            *lane += if w >= surely { w } else { 0.0 };
+        }
+    }
+    let rest: f64 = blocks.remainder().iter().filter(|&&w| w >= surely).sum();
+    let above = lanes.iter().sum::<f64>() + rest;
+    let mut edge: Vec<(f64, u32)> = ids
+        .iter()
+        .zip(exact)
+        .filter(|&(_, &w)| w < surely)
+        .map(|(&id, &w)| (w, id))
+        .collect();
+    if above >= target {
+        return None;
+    }
+    edge.sort_unstable_by(descending);
+    let mut running = above;
+    for (w, id) in edge {
+        let before = running;
+        running += w;
+        if running >= target {
+            return Some(Cut {
+                id,
+                weight: w,
+                before,
+                through: running,
+            });
+        }
+    }
+    None
+}
+
+/// Within 1 %, the largest estimate `g` for which the estimates at or
+/// above `g` hold `target`: a bisection over the f32 bit patterns
+/// (ordered like the values, all being positive, and halving the ratio's
+/// logarithm at each step) from `lowest` to 1, the largest estimate, each
+/// step one vectorised masked sum.
+fn crossing_estimate(guesses: &[f32], target: f64, lowest: f32) -> f32 {
+    // Invariant: mass(≥ lo) ≥ target > mass(≥ hi), unless lo is `lowest`.
+    let (mut lo, mut hi) = (
+        lowest.max(f32::MIN_POSITIVE).to_bits(),
+        1.0f32.to_bits() + 1,
+    );
+    while f32::from_bits(hi) > f32::from_bits(lo) * 1.01 {
+        let mid = lo + (hi - lo) / 2;
+        if mass_at_least(guesses, f32::from_bits(mid)) >= target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    f32::from_bits(lo)
+}
+
+/// `Σ g` over the `g ≥ threshold`, in 8 f64 lanes.
+fn mass_at_least(guesses: &[f32], threshold: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { mass_at_least_avx2(guesses, threshold) };
+        }
+    }
+    mass_at_least_portable(guesses, threshold)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn mass_at_least_avx2(guesses: &[f32], threshold: f32) -> f64 {
+    mass_at_least_portable(guesses, threshold)
+}
+
+#[inline(always)]
+fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
+    let mut lanes = [0.0f32; 8];
+    let mut blocks = guesses.chunks_exact(8);
+    let mut total = 0.0f64;
+    for (b, block) in (&mut blocks).enumerate() {
+        for (lane, &g) in lanes.iter_mut().zip(block) {
+            *lane += if g >= threshold { g } else { 0.0 };
+        }
+        // f32 lanes flushed every 256 blocks, so that none sums many terms.
+        if b % 256 == 255 {
+            total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+            lanes = [0.0; 8];
+        }
+    }
+    total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+    total
+        + blocks
+            .remainder()
+            .iter()
+            .filter(|&&g| g >= threshold)
+            .map(|&g| f64::from(g))
+            .sum::<f64>()
+}
+
+/// The ids of the logits at or above `threshold`, ascending.
+fn candidates(logits: &[f32], threshold: f32) -> Vec<u32> {
+    let parts: Vec<Vec<u32>> = logits
+        .par_chunks(weights::CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut ids = Vec::new();
+            candidates_in(chunk, threshold, c * weights::CHUNK, &mut ids);
+            ids
+        })
+        .collect();
+    parts.concat()
+}
+
+/// [`candidates`] of one chunk whose first id is `first`, pushed to `ids`:
+/// a bit per logit that passes, compared 8 at a time, then one push per
+/// set bit (a branch per logit would mispredict at hot temperatures).
+fn candidates_in(chunk: &[f32], threshold: f32, first: usize, ids: &mut Vec<u32>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { avx2::candidates_in(chunk, threshold, first, ids) };
+        }
+    }
+    let mut blocks = chunk.chunks_exact(8);
+    for (b, block) in (&mut blocks).enumerate() {
+        push_set_bits(ids, mask_at_least(block, threshold), first + b * 8);
+    }
+    let rest = blocks.remainder();
+    push_set_bits(
+        ids,
+        mask_at_least(rest, threshold),
+        first + chunk.len() - rest.len(),
+    );
+}
+
+/// A bit per logit of `block` (at most 32) that is at least `threshold`.
+#[inline(always)]
+fn mask_at_least(block: &[f32], threshold: f32) -> u32 {
+    block
+        .iter()
+        .enumerate()
+        .fold(0u32, |m, (i, &l)| m | (u32::from(l >= threshold) << i))
+}
+
+#[inline(always)]
+fn push_set_bits(ids: &mut Vec<u32>, mut mask: u32, first: usize) {
+    while mask != 0 {
+        ids.push((first + mask.trailing_zeros() as usize) as u32);
+        mask &= mask - 1;
+    }
+}
+
+/// Estimates' sums over some logits: `Σ ŵ` (in f64: the sum must be
+/// good to far below the f32 roundings of its terms) and `Σ ŵ |y|` (f32
+/// lanes: only a bound is built from it).
+#[derive(Clone, Copy, Debug, Default)]
+struct Estimate {
+    sum: f64,
+    spread: f64,
+}
+
+impl Estimate {
+    fn add(self, other: Self) -> Self {
+        Self {
+            sum: self.sum + other.sum,
+            spread: self.spread + other.spread,
+        }
+    }
+
+    /// `Σ ŵ (C1 |y| + C2)`: how far the estimates' total may be from the
+    /// weights' total (before the summing errors the caller allows for).
+    fn bound(self) -> f64 {
+        C1 * self.spread + C2 * self.sum
+    }
+}
+
+/// 1.5 · 2²³: adding it rounds an f32 of magnitude < 2²² to an integer,
+/// which then sits in the low bits of the sum.
+const SHIFT: f32 = 12_582_912.0;
+/// ln 2 as Cephes splits it for f32: a head exact in f32 times any
+/// `|k| ≤ 2⁹`, and the rest.
+const LN2_HEAD: f32 = 0.693_359_4;
+const LN2_TAIL: f32 = -2.121_944_4e-4;
+
+/// `1/n!` for n = 0 … 7: the Taylor polynomial of `eʳ` (remainder below
+/// 8e-9 of `eʳ` on `|r| ≤ ln 2 / 2`).
+const TAYLOR: [f32; 8] = [
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+];
+
+/// `Σ TAYLOR[j] rʲ` in Estrin's order (a dependency chain of 3 fused
+/// multiply-adds instead of Horner's 7), written once for the scalar and
+/// the vector code so that both round alike: `fma(a, b, c) = a·b + c`.
+#[inline(always)]
+fn polynomial<V: Copy>(
+    r: V,
+    fma: impl Fn(V, V, V) -> V,
+    mul: impl Fn(V, V) -> V,
+    constant: impl Fn(f32) -> V,
+) -> V {
+    let c = |j: usize| constant(TAYLOR[j]);
+    let r2 = mul(r, r);
+    let r4 = mul(r2, r2);
+    let a0 = fma(c(1), r, c(0));
+    let a1 = fma(c(3), r, c(2));
+    let a2 = fma(c(5), r, c(4));
+    let a3 = fma(c(7), r, c(6));
+    let b0 = fma(a1, r2, a0);
+    let b1 = fma(a3, r2, a2);
+    fma(b1, r4, b0)
+}
+
+/// The estimate of `exp((l − max)/T)` and its argument `y`: `y = k ln 2 + r`,
+/// `eʳ` by [`polynomial`], `2ᵏ` by the exponent bits; 0 below [`CUTOFF`].
+#[inline(always)]
+fn estimate_one(l: f32, max: f32, inv_t: f32) -> (f32, f32) {
+    let y = (l - max) * inv_t;
+    let kd = y.mul_add(std::f32::consts::LOG2_E, SHIFT);
+    let kf = kd - SHIFT;
+    let r = (-kf).mul_add(LN2_HEAD, y);
+    let r = (-kf).mul_add(LN2_TAIL, r);
+    let p = polynomial(r, |a: f32, b, c| a.mul_add(b, c), |a, b| a * b, |c| c);
+    // k ≥ −126 above the cutoff, so 2ᵏ is a normal f32.
+    let k = (kd.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
+    let scale = f32::from_bits((k.wrapping_add(127) as u32) << 23);
+    (if y >= CUTOFF { p * scale } else { 0.0 }, y)
+}
+
+/// The estimates' sums over `logits`.
+fn estimate(logits: &[f32], max: f32, inv_t: f32) -> Estimate {
+    estimate_into(logits, max, inv_t, &mut [])
+}
+
+/// [`estimate`], and each estimate written to `out` unless it is empty.
+fn estimate_into(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is built for.
+            return unsafe { avx2::estimate(logits, max, inv_t, out) };
+        }
+    }
+    estimate_scalar(logits, max, inv_t, out)
+}
+
+fn estimate_scalar(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
+    let mut total = Estimate::default();
+    for (i, &l) in logits.iter().enumerate() {
+        let (w, y) = estimate_one(l, max, inv_t);
+        if !out.is_empty() {
+            out[i] = w;
+        }
+        total.sum += f64::from(w);
+        // w is 0 below the cutoff; the floor keeps 0 · (−∞) out.
+        total.spread -= f64::from(w) * f64::from(y.max(SPREAD_FLOOR));
+    }
+    total
+}
+
+/// `logits` as f32, when that is what they are (every model's output).
+fn as_f32<T: 'static>(logits: &[T]) -> Option<&[f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32, so the slice is one of f32.
+        Some(unsafe { std::slice::from_raw_parts(logits.as_ptr().cast::<f32>(), logits.len()) })
+    } else {
+        None
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{
+        CUTOFF, Estimate, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, estimate_scalar, mask_at_least,
+        polynomial, push_set_bits,
+    };
+
+    /// Per 8-bit mask, the positions of its set bits, packed to the front.
+    const PACKED: [[u32; 8]; 256] = {
+        let mut table = [[0u32; 8]; 256];
+        let mut mask = 0;
+        while mask < 256 {
+            let (mut bit, mut n) = (0, 0);
+            while bit < 8 {
+                if mask & (1 << bit) != 0 {
+                    table[mask][n] = bit as u32;
+                    n += 1;
+                }
+                bit += 1;
+            }
+            mask += 1;
+        }
+        table
+    };
+
+    /// [`super::candidates_in`], 8 comparisons per instruction and no
+    /// branch per block: the ids of the passing logits are packed by a
+    /// table lookup and all 8 slots written, then the end moves on by the
+    /// number that passed (a loop over set bits mispredicts its exit
+    /// about once per block at hot temperatures, where a third pass).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn candidates_in(chunk: &[f32], threshold: f32, first: usize, ids: &mut Vec<u32>) {
+        let t = _mm256_set1_ps(threshold);
+        let start = ids.len();
+        // Room for every logit, plus the 8 slots a block may write past
+        // its passing ones.
+        ids.resize(start + chunk.len() + 8, 0);
+        let mut end = start;
+        let mut blocks = chunk.chunks_exact(8);
+        for (b, block) in (&mut blocks).enumerate() {
+            // SAFETY: a block is 8 floats; `end + 8 <= start + b * 8 + 8`
+            // slots of `ids` are within its length.
+            unsafe {
+                let v = _mm256_loadu_ps(block.as_ptr());
+                let mask = _mm256_movemask_ps(_mm256_cmp_ps(v, t, _CMP_GE_OQ)) as usize;
+                let offsets = _mm256_loadu_si256(PACKED[mask].as_ptr().cast());
+                let packed = _mm256_add_epi32(offsets, _mm256_set1_epi32((first + b * 8) as i32));
+                _mm256_storeu_si256(ids.as_mut_ptr().add(end).cast(), packed);
+                end += mask.count_ones() as usize;
+            }
+        }
+        ids.truncate(end);
+        let rest = blocks.remainder();
+        push_set_bits(
+            ids,
+            mask_at_least(rest, threshold),
+            first + chunk.len() - rest.len(),
+        );
+    }
+
+    /// [`super::estimate`] on 16 logits per step: two independent
+    /// vectors of 8, so that their polynomials overlap. The same
+    /// operations as [`estimate_one`], so each estimate is the same; `Σ ŵ`
+    /// is summed in f64 lanes, `Σ ŵ|y|` in f32 lanes.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn estimate(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
+        let store = !out.is_empty();
+        assert!(!store || out.len() == logits.len());
+        let max_v = _mm256_set1_ps(max);
+        let inv_t_v = _mm256_set1_ps(inv_t);
+        let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
+        let shift = _mm256_set1_ps(SHIFT);
+        let (head, tail) = (_mm256_set1_ps(LN2_HEAD), _mm256_set1_ps(LN2_TAIL));
+        let cutoff = _mm256_set1_ps(CUTOFF);
+        let spread_floor = _mm256_set1_ps(SPREAD_FLOOR);
+        // k + 127 in the exponent field: bits(kd) − bits(SHIFT) + 127.
+        let bias = _mm256_set1_epi32(127i32.wrapping_sub(SHIFT.to_bits() as i32));
+        let one = |l: __m256| {
+            let y = _mm256_mul_ps(_mm256_sub_ps(l, max_v), inv_t_v);
+            let kd = _mm256_fmadd_ps(y, log2e, shift);
+            let kf = _mm256_sub_ps(kd, shift);
+            let r = _mm256_fnmadd_ps(kf, head, y);
+            let r = _mm256_fnmadd_ps(kf, tail, r);
+            let p = polynomial(
+                r,
+                |a, b, c| _mm256_fmadd_ps(a, b, c),
+                |a, b| _mm256_mul_ps(a, b),
+                |c| _mm256_set1_ps(c),
+            );
+            let exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(kd), bias), 23);
+            let w = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+            let w = _mm256_and_ps(w, _mm256_cmp_ps(y, cutoff, _CMP_GE_OQ));
+            (w, _mm256_max_ps(y, spread_floor))
+        };
+        let widen = |w: __m256| {
+            (
+                _mm256_cvtps_pd(_mm256_castps256_ps128(w)),
+                _mm256_cvtps_pd(_mm256_extractf128_ps(w, 1)),
+            )
+        };
+        // Named accumulators, not an array: an array of them went through
+        // the stack on every step.
+        let (mut s0, mut s1, mut s2, mut s3) = (
+            _mm256_setzero_pd(),
+            _mm256_setzero_pd(),
+            _mm256_setzero_pd(),
+            _mm256_setzero_pd(),
+        );
+        let (mut spread0, mut spread1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let blocks = logits.len() / 16;
+        for block in 0..blocks {
+            // SAFETY: block * 16 + 16 <= blocks * 16 <= len.
+            let (l0, l1) = unsafe {
+                let at = logits.as_ptr().add(block * 16);
+                (_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8)))
+            };
+            let ((w0, y0), (w1, y1)) = (one(l0), one(l1));
+            if store {
+                // SAFETY: out is as long as logits.
+                unsafe {
+                    let at = out.as_mut_ptr().add(block * 16);
+                    _mm256_storeu_ps(at, w0);
+                    _mm256_storeu_ps(at.add(8), w1);
+                }
+            }
+            spread0 = _mm256_fnmadd_ps(w0, y0, spread0);
+            spread1 = _mm256_fnmadd_ps(w1, y1, spread1);
+            let ((a, b), (c, d)) = (widen(w0), widen(w1));
+            s0 = _mm256_add_pd(s0, a);
+            s1 = _mm256_add_pd(s1, b);
+            s2 = _mm256_add_pd(s2, c);
+            s3 = _mm256_add_pd(s3, d);
+        }
+        let mut lanes = [0.0f64; 4];
+        let mut spread_lanes = [0.0f32; 8];
+        let sum = _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3));
+        // SAFETY: 4 and 8 slots.
+        unsafe {
+            _mm256_storeu_pd(lanes.as_mut_ptr(), sum);
+            _mm256_storeu_ps(spread_lanes.as_mut_ptr(), _mm256_add_ps(spread0, spread1));
+        }
+        let tail = if store {
+            &mut out[blocks * 16..]
+        } else {
+            &mut [][..]
+        };
+        let rest = estimate_scalar(&logits[blocks * 16..], max, inv_t, tail);
+        Estimate {
+            sum: lanes.iter().sum::<f64>() + rest.sum,
+            spread: spread_lanes.iter().map(|&s| f64::from(s)).sum::<f64>() + rest.spread,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_estimate_is_within_its_bound_of_the_full_paths_weight() {
+        // Logits, maxima and temperatures of every size a model gives.
+        let mut rng = crate::rng::SpecRng::derive(7, &[]);
+        let mut worst_rest = 0.0f64;
+        for i in 0..1_000_000 {
+            let t = [0.5, 0.7, 1.0, 1.2, 1.6, 2.4, 3.3][i % 7];
+            let max = (rng.uniform() * 60.0 - 20.0) as f32;
+            let l = max - (rng.uniform().powi(2) * 86.0 * t) as f32;
+            let (w, y) = estimate_one(l, max, (1.0 / t) as f32);
+            let exact = weights::exp_nonpositive((f64::from(l) - f64::from(max)) / t);
+            if w > 0.0 {
+                let relative = (f64::from(w) - exact).abs() / f64::from(w);
+                // C1's part is an analytic bound; what is left must sit
+                // well inside C2.
+                worst_rest = worst_rest.max(relative - C1 * f64::from(-y));
+            } else {
+                assert!(exact < ALPHA, "{l} {max} {t}");
+            }
+        }
+        assert!(
+            worst_rest < C2 / 2.0,
+            "an estimate is {worst_rest:e} off beyond C1 |y|"
+        );
+        assert_eq!(estimate_one(0.0, 0.0, 1.0).0, 1.0);
+        assert_eq!(estimate_one(f32::NEG_INFINITY, 0.0, 1.0).0, 0.0);
+        assert_eq!(estimate_one(-88.0, 0.0, 1.0).0, 0.0);
+    }
+
+    #[test]
+    fn vector_and_scalar_estimates_are_the_same_values() {
+        // The tail's total is the total less the near tokens' estimates,
+        // recomputed one by one: both must be the same numbers.
+        let mut logits: Vec<f32> = (0..1037)
+            .map(|i| ((i * 7919) % 1000) as f32 * -0.05)
+            .collect();
+        logits[5] = f32::NEG_INFINITY;
+        let (mut v, mut s) = (vec![0.0f32; logits.len()], vec![0.0f32; logits.len()]);
+        let a = estimate_into(&logits, 0.0, 0.8, &mut v);
+        let b = estimate_scalar(&logits, 0.0, 0.8, &mut s);
+        for (i, (x, y)) in v.iter().zip(&s).enumerate() {
+            assert_eq!(x.to_bits(), y.to_bits(), "logit {i}");
+        }
+        assert!((a.sum - b.sum).abs() <= 1e-12 * b.sum);
+        assert!(a.spread.is_finite() && (a.spread - b.spread).abs() <= 1e-4 * b.spread);
+    }
+}
