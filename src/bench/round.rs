@@ -77,6 +77,9 @@ pub struct RoundBenchRow {
     /// The model calls per round, for scale (synthetic logits and the
     /// cache appends; not a real model's time).
     pub model_ms: f64,
+    /// Top-p laws the certified path left to the full computation, of all
+    /// laws processed in the cell (`dist::top_p_fallbacks`).
+    pub full_path_laws: usize,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -251,6 +254,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                     rank_calibration: Default::default(),
                 };
                 let mut totals = Totals::default();
+                let fallbacks_before = crate::dist::top_p_fallbacks();
                 for g in 0..options.generations {
                     let mut rng = SpecRng::derive(options.seed, &[k as u64, g as u64]);
                     // Tokens past the synthetic EOS so that it is not hit at once.
@@ -288,6 +292,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                     kv_ms: per_round(totals.kv),
                     broadcast_ms: median(&mut totals.broadcast),
                     model_ms: per_round(totals.model),
+                    full_path_laws: crate::dist::top_p_fallbacks() - fallbacks_before,
                 });
             }
         }
@@ -336,7 +341,7 @@ impl RoundBenchReport {
         );
         let _ = writeln!(
             out,
-            "{:>3} {:>7} {:>8} {:>7} {:>10} {:>9} {:>12} {:>9} {:>14} {:>10}",
+            "{:>3} {:>7} {:>8} {:>7} {:>10} {:>9} {:>12} {:>9} {:>14} {:>10} {:>10}",
             "K",
             "prompt",
             "draft T",
@@ -346,12 +351,13 @@ impl RoundBenchReport {
             "selection ms",
             "kv ms",
             "broadcast ms",
-            "model ms"
+            "model ms",
+            "full laws"
         );
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "{:>3} {:>7} {:>8} {:>7} {:>10.2} {:>9.3} {:>12.3} {:>9.3} {:>14.2} {:>10.3}",
+                "{:>3} {:>7} {:>8} {:>7} {:>10.2} {:>9.3} {:>12.3} {:>9.3} {:>14.2} {:>10.3} {:>10}",
                 r.k,
                 r.prompt,
                 r.draft_temperature,
@@ -361,7 +367,8 @@ impl RoundBenchReport {
                 r.selection_ms,
                 r.kv_ms,
                 r.broadcast_ms,
-                r.model_ms
+                r.model_ms,
+                r.full_path_laws
             );
         }
         out

@@ -340,6 +340,14 @@ fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
         let host = row["host_ms"].as_f64().unwrap();
         let parts = row["selection_ms"].as_f64().unwrap() + row["kv_ms"].as_f64().unwrap();
         assert!(host > 0.0 && parts <= host, "{row}");
+        // A round processes at least one draft law per depth (L = 5): the
+        // certified top-p path must take nearly all of them.
+        let full = row["full_path_laws"].as_u64().unwrap();
+        assert!(
+            full * 10 <= rounds * 5,
+            "{full} laws of >= {} left to the full path",
+            rounds * 5
+        );
     }
 }
 
