@@ -434,16 +434,22 @@ const LN2_TAIL: f32 = -2.121_944_4e-4;
 
 /// `1/n!` for n = 0 … 7: the Taylor polynomial of `eʳ` (remainder below
 /// 8e-9 of `eʳ` on `|r| ≤ ln 2 / 2`).
-const TAYLOR: [f32; 8] = [
-    1.0,
-    1.0,
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-];
+const TAYLOR: [f32; 8] = inverse_factorials();
+
+/// `1/n!` for n = 0 … N − 1, each one division in f32 (`n!` is exact in
+/// f32 up to 10!).
+const fn inverse_factorials<const N: usize>() -> [f32; N] {
+    let mut table = [0.0f32; N];
+    let (mut n, mut factorial) = (0, 1u32);
+    while n < N {
+        if n > 0 {
+            factorial *= n as u32;
+        }
+        table[n] = 1.0 / factorial as f32;
+        n += 1;
+    }
+    table
+}
 
 /// `Σ TAYLOR[j] rʲ` in Estrin's order (a dependency chain of 3 fused
 /// multiply-adds instead of Horner's 7), written once for the scalar and
