@@ -40,8 +40,8 @@
 //!    temperature outside [1e-3, 1e3], or f64 logits). [`fallbacks`]
 //!    counts how often.
 //!
-//! On the 2-core build machine this is ~2–4× less work per 50k-token law
-//! than the full path (docs/benchmarks.md, "bench round", third pass).
+//! On the 2-core build machine it took a round's host work 16–54 % below
+//! the full path's (docs/benchmarks.md, "bench round", third pass).
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
@@ -86,7 +86,7 @@ pub(super) fn top_p<T>(logits: &[T], max: f64, temperature: f64, top_p: f64) -> 
 where
     T: Copy + Into<f64> + Sync + 'static,
 {
-    let law = as_f32(logits).and_then(|logits| try_top_p(logits, max, temperature, top_p));
+    let law = weights::as_f32(logits).and_then(|logits| try_top_p(logits, max, temperature, top_p));
     if law.is_none() {
         FALLBACKS.fetch_add(1, AtomicOrdering::Relaxed);
     }
@@ -187,7 +187,7 @@ fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<D
     }
     let ids = near_ids;
 
-    // 4. The law: the full path's weights of the kept ids, in id order.
+    // 5. The law: the full path's weights of the kept ids, in id order.
     // Before the crossing token in (weight desc, id asc) order, or it.
     // Written unconditionally and counted, without a branch per token (a
     // third to a half pass at hot temperatures, in no pattern).
@@ -303,7 +303,8 @@ fn crossing_estimate(guesses: &[f32], target: f64, lowest: f32) -> f32 {
     f32::from_bits(lo)
 }
 
-/// `Σ g` over the `g ≥ threshold`, in 8 f64 lanes.
+/// `Σ g` over the `g ≥ threshold`: 8 f32 lanes, added into an f64 total
+/// every 256 blocks so that no lane sums many terms.
 fn mass_at_least(guesses: &[f32], threshold: f32) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -330,7 +331,6 @@ fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
         for (lane, &g) in lanes.iter_mut().zip(block) {
             *lane += if g >= threshold { g } else { 0.0 };
         }
-        // f32 lanes flushed every 256 blocks, so that none sums many terms.
         if b % 256 == 255 {
             total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
             lanes = [0.0; 8];
@@ -521,16 +521,6 @@ fn estimate_scalar(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Est
     total
 }
 
-/// `logits` as f32, when that is what they are (every model's output).
-fn as_f32<T: 'static>(logits: &[T]) -> Option<&[f32]> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32, so the slice is one of f32.
-        Some(unsafe { std::slice::from_raw_parts(logits.as_ptr().cast::<f32>(), logits.len()) })
-    } else {
-        None
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -561,8 +551,9 @@ mod avx2 {
     /// [`super::candidates_in`], 8 comparisons per instruction and no
     /// branch per block: the ids of the passing logits are packed by a
     /// table lookup and all 8 slots written, then the end moves on by the
-    /// number that passed (a loop over set bits mispredicts its exit
-    /// about once per block at hot temperatures, where a third pass).
+    /// number that passed. (A loop over the set bits mispredicted its exit
+    /// about once per block at hot temperatures, where a third of the
+    /// logits pass.)
     #[target_feature(enable = "avx2")]
     pub(super) fn candidates_in(chunk: &[f32], threshold: f32, first: usize, ids: &mut Vec<u32>) {
         let t = _mm256_set1_ps(threshold);

@@ -305,7 +305,7 @@ fn at_least_portable(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> 
 
 /// Buckets of [`nucleus`]: 4 per octave from 1 down, the last one holding
 /// every weight below 2⁻⁶³ (and zeros, which add nothing).
-pub(super) const BUCKETS: usize = 256;
+const BUCKETS: usize = 256;
 
 /// The smallest weight of bucket `b` (below `BUCKETS − 1`).
 fn lowest_weight(b: usize) -> f64 {
@@ -314,7 +314,7 @@ fn lowest_weight(b: usize) -> f64 {
 
 /// The bucket of a weight in [0, 1]: larger weights, smaller buckets.
 #[inline]
-pub(super) fn bucket(w: f64) -> usize {
+fn bucket(w: f64) -> usize {
     // 1.0 has exponent and top mantissa bits 4092 (= 0x3FF << 2).
     let top = (w.to_bits() >> 50) as usize;
     4095usize.saturating_sub(top).min(BUCKETS - 1)

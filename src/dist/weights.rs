@@ -78,6 +78,17 @@ pub(super) fn exp_nonpositive(x: f64) -> f64 {
     if x >= LOWEST { y } else { 0.0 }
 }
 
+/// `logits` as f32, when that is what they are (every model's output):
+/// the f32 kernels' entry from the generic `T: Into<f64>` paths.
+pub(super) fn as_f32<T: 'static>(logits: &[T]) -> Option<&[f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32, so the slice is one of f32.
+        Some(unsafe { std::slice::from_raw_parts(logits.as_ptr().cast::<f32>(), logits.len()) })
+    } else {
+        None
+    }
+}
+
 /// The largest logit, or the index of the first NaN or `+∞`.
 pub(super) fn max_logit<T: Copy + Into<f64> + Sync + 'static>(logits: &[T]) -> Result<f64, usize> {
     let (max, bad) = logits.par_chunks(CHUNK).map(max_chunk).reduce(
@@ -96,17 +107,11 @@ pub(super) fn max_logit<T: Copy + Into<f64> + Sync + 'static>(logits: &[T]) -> R
 fn max_chunk<T: Copy + Into<f64> + 'static>(chunk: &[T]) -> (f64, bool) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        if let Some(chunk) = as_f32(chunk)
             && std::arch::is_x86_feature_detected!("avx")
         {
-            // SAFETY: T is f32, and the CPU has the feature the function
-            // is built for.
-            return unsafe {
-                max_chunk_f32_avx(std::slice::from_raw_parts(
-                    chunk.as_ptr().cast::<f32>(),
-                    chunk.len(),
-                ))
-            };
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { max_chunk_f32_avx(chunk) };
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
@@ -258,14 +263,9 @@ fn exp_chunk<T: Copy + Into<f64> + 'static>(
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-                // SAFETY: T is f32; the CPU has the features the function
-                // is built for.
-                return unsafe {
-                    let logits =
-                        std::slice::from_raw_parts(logits.as_ptr().cast::<f32>(), logits.len());
-                    exp_chunk_f32_avx2(logits, out, max, temperature)
-                };
+            if let Some(logits) = as_f32(logits) {
+                // SAFETY: the CPU has the features the function is built for.
+                return unsafe { exp_chunk_f32_avx2(logits, out, max, temperature) };
             }
             // SAFETY: the CPU has the features the function is built for.
             return unsafe { exp_chunk_avx2(logits, out, max, temperature) };
