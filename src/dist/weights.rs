@@ -433,6 +433,30 @@ mod tests {
     }
 
     #[test]
+    fn f32_logits_give_the_same_weights_and_total_as_the_generic_path() {
+        // The f32 kernel is written out by hand; the generic path (taken
+        // by f64 logits) is `exp_nonpositive` itself. Every weight and the
+        // lane-ordered total must be the same bits, down to the subnormals,
+        // at −∞, and over a tail that is not a whole block.
+        let mut logits: Vec<f32> = (0..10_005)
+            .map(|i| -(((i * 7919) % 10_000) as f32) * 0.0751)
+            .collect();
+        logits[3] = f32::NEG_INFINITY;
+        for temperature in [0.7, 1.0, 1.2, 2.4] {
+            // A weight of e^−740, a subnormal, at this temperature.
+            logits[10_004] = (-740.0 * temperature) as f32;
+            let wide: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
+            let (a, a_total) = exp_weights(&logits, 0.0, temperature);
+            let (b, b_total) = exp_weights(&wide, 0.0, temperature);
+            for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(x.to_bits(), y.to_bits(), "logit {i}, T {temperature}");
+            }
+            assert_eq!(a_total.to_bits(), b_total.to_bits(), "T {temperature}");
+            assert!(a.iter().any(|&w| w > 0.0 && w < f64::MIN_POSITIVE));
+        }
+    }
+
+    #[test]
     fn weights_and_sums_do_not_depend_on_the_thread_count() {
         let logits: Vec<f32> = (0..10_001)
             .map(|i| ((i * 7919) % 1000) as f32 * -0.03)
