@@ -77,8 +77,8 @@ pub struct RoundBenchRow {
     /// The model calls per round, for scale (synthetic logits and the
     /// cache appends; not a real model's time).
     pub model_ms: f64,
-    /// Top-p laws the certified path left to the full computation, of all
-    /// laws processed in the cell (`dist::top_p_fallbacks`).
+    /// How many of the cell's top-p laws the certified path left to the
+    /// full computation (`dist::top_p_fallbacks`).
     pub full_path_laws: usize,
 }
 
