@@ -97,6 +97,58 @@ fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<D
     if !(TEMPERATURES.contains(&temperature) && top_p > 0.0 && top_p < 1.0) {
         return None;
     }
+    with_workspace(|ws| certify(ws, logits, max, temperature, top_p))
+}
+
+/// Buffers that one law's steps fill and the next law reuses: a law at a
+/// hot temperature has ~15,000 candidates, and allocating (and zeroing)
+/// its half a megabyte of scratch every time cost as much as the
+/// arithmetic. Each buffer only grows; its contents are never read
+/// beyond what the current law wrote.
+#[derive(Default)]
+struct Workspace {
+    /// Candidates: ids and logits (one region per chunk at first, then
+    /// closed up), and their estimates.
+    ids: Vec<u32>,
+    logits: Vec<f32>,
+    guesses: Vec<f32>,
+    /// The near tokens: ids, logits and exact weights.
+    near_ids: Vec<u32>,
+    near_logits: Vec<f32>,
+    exact: Vec<f64>,
+    /// The sorted edge of the cut: (exact weight, id).
+    edge: Vec<(f64, u32)>,
+}
+
+thread_local! {
+    static WORKSPACE: std::cell::Cell<Option<Box<Workspace>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's workspace. A law started while another
+/// waits on the pool on the same thread (rayon steals work) finds none
+/// and gets a fresh one.
+fn with_workspace<R>(f: impl FnOnce(&mut Workspace) -> R) -> R {
+    let mut ws = WORKSPACE.with(|w| w.take()).unwrap_or_default();
+    let result = f(&mut ws);
+    WORKSPACE.with(|w| w.set(Some(ws)));
+    result
+}
+
+/// The first `len` slots of `buffer`, grown (never shrunk) to hold them.
+fn slots<T: Copy + Default>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
+    if buffer.len() < len {
+        buffer.resize(len, T::default());
+    }
+    &mut buffer[..len]
+}
+
+fn certify(
+    ws: &mut Workspace,
+    logits: &[f32],
+    max: f64,
+    temperature: f64,
+    top_p: f64,
+) -> Option<Dist> {
     let n = logits.len();
     // Exact: the largest logit is one of the f32 logits.
     let max_f32 = max as f32;
@@ -117,48 +169,34 @@ fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<D
     // the nucleus is among them; the certificate checks it all the same.
     let floor_weight = (1.0 - top_p) * total_estimate / n as f64 * (1.0 - 1e-6);
     let threshold = next_down_f32((max + temperature * floor_weight.ln()) as f32);
-    let ids = candidates(logits, threshold);
-    let gathered: Vec<f32> = ids.iter().map(|&id| logits[id as usize]).collect();
-    let mut guesses = vec![0.0f32; ids.len()];
-    estimate_into(&gathered, max_f32, inv_t, &mut guesses);
+    let m = candidates(logits, threshold, ws);
+    let (ids, candidate_logits) = (&ws.ids[..m], &ws.logits[..m]);
+    let guesses = slots(&mut ws.guesses, m);
+    estimate_into(candidate_logits, max_f32, inv_t, guesses);
 
     // 3. Where the cut probably falls, from the estimates alone; then the
     // exact weights of the tokens at or above a hair below it (the
     // nucleus and its edge), the surely-kept ones summed and the edge
     // sorted, as the full path would order them.
     let target_estimate = top_p * total_estimate;
-    let likely = crossing_estimate(&guesses, target_estimate, (floor_weight * 0.5) as f32);
+    let likely = crossing_estimate(guesses, target_estimate, (floor_weight * 0.5) as f32);
     // The edge: 5 % either side, far more than the estimates' error of
     // the mass above a weight (~4e-5 of the total) can move the cut.
     let floor = likely * 0.95;
-    // Kept by writing every slot and moving on only past the near ones:
-    // a branch per candidate would mispredict (half of them are near at
-    // hot temperatures, in no pattern).
-    let mut near_ids = vec![0u32; ids.len()];
-    let mut near_logits = vec![0.0f32; ids.len()];
-    // Four lanes of local sums, so that the additions do not wait on each
-    // other (a struct's fields went through memory on every step).
-    let (mut sums, mut spreads) = ([0.0f64; 4], [0.0f64; 4]);
-    let mut count = 0;
-    for (i, ((&id, &l), &g)) in ids.iter().zip(&gathered).zip(&guesses).enumerate() {
-        near_ids[count] = id;
-        near_logits[count] = l;
-        let near = g >= floor;
-        // The same argument the estimate had (the same f32 operations).
-        let y = f64::from((l - max_f32) * inv_t);
-        sums[i % 4] += if near { f64::from(g) } else { 0.0 };
-        spreads[i % 4] -= if near { f64::from(g) * y } else { 0.0 };
-        count += usize::from(near);
-    }
-    let near_estimate = Estimate {
-        sum: sums.iter().sum(),
-        spread: spreads.iter().sum(),
-    };
-    near_ids.truncate(count);
-    near_logits.truncate(count);
-    let mut exact = vec![0.0; near_ids.len()];
-    weights::exp_weights_into(&near_logits, max, temperature, &mut exact, |_| ());
-    let near_mass: f64 = weights::chunked_sum(&exact);
+    let near_estimate = near_sums(guesses, candidate_logits, floor, max_f32, inv_t);
+    let count = compact_at_least(
+        guesses,
+        floor,
+        Ids::Given(ids),
+        candidate_logits,
+        slots(&mut ws.near_ids, m + 8),
+        slots(&mut ws.near_logits, m + 8),
+    );
+    let near_ids = &ws.near_ids[..count];
+    let exact = slots(&mut ws.exact, count);
+    weights::exp_weights_into(&ws.near_logits[..count], max, temperature, exact, |_| ());
+    let exact = &*exact;
+    let near_mass: f64 = weights::chunked_sum(exact);
     let tail_estimate = total_estimate - near_estimate.sum;
     // The other tokens' estimates are within this of their weights: the
     // bound over all tokens less the near ones', each summed within 1e-3
@@ -166,12 +204,18 @@ fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<D
     let tail_error = (1.001 * total.bound() - 0.999 * near_estimate.bound()).max(0.0) * 1.0001
         + n as f64 * ALPHA;
     let target = top_p * (near_mass + tail_estimate.max(0.0));
-    let cut = cut_near(&near_ids, &exact, f64::from(likely) * 1.05, target)?;
+    let cut = cut_near(
+        near_ids,
+        exact,
+        f64::from(likely) * 1.05,
+        target,
+        &mut ws.edge,
+    )?;
 
     // 4. The certificate.
     let u = f64::EPSILON / 2.0;
-    let margin = rounding_margin(n + ids.len());
-    let slack = 4.0 * (n + ids.len()) as f64 * u * (total_estimate + near_mass);
+    let margin = rounding_margin(n + m);
+    let slack = 4.0 * (n + m) as f64 * u * (total_estimate + near_mass);
     let sum_lo = near_mass * (1.0 - margin) + (tail_estimate - slack - tail_error).max(0.0);
     let sum_hi = near_mass * (1.0 + margin) + tail_estimate + slack + tail_error;
     let before_ok = cut.before <= top_p * sum_lo * (1.0 - margin);
@@ -185,26 +229,39 @@ fn try_top_p(logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Option<D
     if !(before_ok && through_ok && below_threshold.max(below_floor) < cut.weight) {
         return None;
     }
-    let ids = near_ids;
 
-    // 5. The law: the full path's weights of the kept ids, in id order.
-    // Before the crossing token in (weight desc, id asc) order, or it.
-    // Written unconditionally and counted, without a branch per token (a
-    // third to a half pass at hot temperatures, in no pattern).
-    let mut kept = vec![0u32; ids.len()];
-    let mut kept_weights = vec![0.0f64; ids.len()];
-    let mut count = 0;
-    for (&id, &w) in ids.iter().zip(&exact) {
-        kept[count] = id;
-        kept_weights[count] = w;
-        // `|` and `&`, not `||` and `&&`: no branch.
-        count += usize::from((w > cut.weight) | ((w == cut.weight) & (id <= cut.id)));
-    }
-    kept.truncate(count);
-    kept_weights.truncate(count);
+    // 5. The law: the full path's weights of the kept ids, in id order,
+    // divided by their sum in that order, as the full path divides them.
+    let (kept, mut kept_weights) = keep_through(near_ids, exact, &cut);
     let sum: f64 = kept_weights.iter().sum();
-    let probs = kept_weights.iter().map(|&w| w / sum).collect();
-    Some(Dist::sparse(n, kept, probs))
+    kept_weights.iter_mut().for_each(|w| *w /= sum);
+    Some(Dist::sparse(n, kept, kept_weights))
+}
+
+/// The near tokens kept: before the crossing token in (weight desc, id
+/// asc) order, or it; ids and weights in id order. Every slot is written
+/// and only the kept ones counted, without a branch per token (a third to
+/// a half pass at hot temperatures, in no pattern), into vectors of the
+/// exact size the law keeps.
+fn keep_through(ids: &[u32], exact: &[f64], cut: &Cut) -> (Vec<u32>, Vec<f64>) {
+    let mut kept = Vec::with_capacity(ids.len());
+    let mut weights = Vec::with_capacity(ids.len());
+    let (id_slots, weight_slots) = (kept.spare_capacity_mut(), weights.spare_capacity_mut());
+    let mut end = 0;
+    for (i, (&id, &w)) in ids.iter().zip(exact).enumerate() {
+        // `end ≤ i`: within both vectors' capacity.
+        id_slots[end].write(id);
+        weight_slots[end].write(w);
+        // `|` and `&`, not `||` and `&&`: no branch.
+        end += usize::from((w > cut.weight) | ((w == cut.weight) & (id <= cut.id)));
+        debug_assert!(end <= i + 1);
+    }
+    // SAFETY: the first `end` slots of both were written.
+    unsafe {
+        kept.set_len(end);
+        weights.set_len(end);
+    }
+    (kept, weights)
 }
 
 /// The largest f32 below `x` (so that `l >= result` keeps every `l >= x`).
@@ -245,7 +302,13 @@ struct Cut {
 /// others are sorted as the full path sorts (weight desc, id asc) and
 /// walked until the running mass reaches the target. `None` when the cut
 /// is not among the sorted ones.
-fn cut_near(ids: &[u32], exact: &[f64], surely: f64, target: f64) -> Option<Cut> {
+fn cut_near(
+    ids: &[u32],
+    exact: &[f64],
+    surely: f64,
+    target: f64,
+    edge: &mut Vec<(f64, u32)>,
+) -> Option<Cut> {
     let mut lanes = [0.0f64; 4];
     let mut blocks = exact.chunks_exact(4);
     for block in &mut blocks {
@@ -255,18 +318,19 @@ fn cut_near(ids: &[u32], exact: &[f64], surely: f64, target: f64) -> Option<Cut>
     }
     let rest: f64 = blocks.remainder().iter().filter(|&&w| w >= surely).sum();
     let above = lanes.iter().sum::<f64>() + rest;
-    let mut edge: Vec<(f64, u32)> = ids
-        .iter()
-        .zip(exact)
-        .filter(|&(_, &w)| w < surely)
-        .map(|(&id, &w)| (w, id))
-        .collect();
     if above >= target {
         return None;
     }
+    edge.clear();
+    edge.extend(
+        ids.iter()
+            .zip(exact)
+            .filter(|&(_, &w)| w < surely)
+            .map(|(&id, &w)| (w, id)),
+    );
     edge.sort_unstable_by(descending);
     let mut running = above;
-    for (w, id) in edge {
+    for &(w, id) in edge.iter() {
         let before = running;
         running += w;
         if running >= target {
@@ -346,58 +410,189 @@ fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
             .sum::<f64>()
 }
 
-/// The ids of the logits at or above `threshold`, ascending.
-fn candidates(logits: &[f32], threshold: f32) -> Vec<u32> {
-    let parts: Vec<Vec<u32>> = logits
-        .par_chunks(weights::CHUNK)
-        .enumerate()
-        .map(|(c, chunk)| {
-            let mut ids = Vec::new();
-            candidates_in(chunk, threshold, c * weights::CHUNK, &mut ids);
-            ids
-        })
-        .collect();
-    parts.concat()
-}
-
-/// [`candidates`] of one chunk whose first id is `first`, pushed to `ids`:
-/// a bit per logit that passes, compared 8 at a time, then one push per
-/// set bit (a branch per logit would mispredict at hot temperatures).
-fn candidates_in(chunk: &[f32], threshold: f32, first: usize, ids: &mut Vec<u32>) {
+/// The estimates' sums over the tokens whose estimate is at least
+/// `floor`: `Σ ŵ` and `Σ ŵ |y|`, in f64 (the first is subtracted from the
+/// total's, so it must be good to far below the estimates' own error).
+fn near_sums(guesses: &[f32], logits: &[f32], floor: f32, max: f32, inv_t: f32) -> Estimate {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
-            return unsafe { avx2::candidates_in(chunk, threshold, first, ids) };
+            return unsafe { near_sums_avx2(guesses, logits, floor, max, inv_t) };
         }
     }
-    let mut blocks = chunk.chunks_exact(8);
-    for (b, block) in (&mut blocks).enumerate() {
-        push_set_bits(ids, mask_at_least(block, threshold), first + b * 8);
-    }
-    let rest = blocks.remainder();
-    push_set_bits(
-        ids,
-        mask_at_least(rest, threshold),
-        first + chunk.len() - rest.len(),
-    );
+    near_sums_portable(guesses, logits, floor, max, inv_t)
 }
 
-/// A bit per logit of `block` (at most 32) that is at least `threshold`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn near_sums_avx2(
+    guesses: &[f32],
+    logits: &[f32],
+    floor: f32,
+    max: f32,
+    inv_t: f32,
+) -> Estimate {
+    use std::arch::x86_64::*;
+    assert_eq!(guesses.len(), logits.len());
+    let (floor_v, max_v, inv_t_v) = (_mm_set1_ps(floor), _mm_set1_ps(max), _mm_set1_ps(inv_t));
+    let mut sums = [_mm256_setzero_pd(); 2];
+    let mut spreads = [_mm256_setzero_pd(); 2];
+    let quads = guesses.len() / 4;
+    for q in 0..quads {
+        // SAFETY: quad q is within both slices.
+        let (g, l) = unsafe {
+            (
+                _mm_loadu_ps(guesses.as_ptr().add(q * 4)),
+                _mm_loadu_ps(logits.as_ptr().add(q * 4)),
+            )
+        };
+        // 0 where the estimate is below the floor: no branch per token.
+        let g = _mm_and_ps(g, _mm_cmpge_ps(g, floor_v));
+        let y = _mm_mul_ps(_mm_sub_ps(l, max_v), inv_t_v);
+        let (g, y) = (_mm256_cvtps_pd(g), _mm256_cvtps_pd(y));
+        sums[q % 2] = _mm256_add_pd(sums[q % 2], g);
+        spreads[q % 2] = _mm256_sub_pd(spreads[q % 2], _mm256_mul_pd(g, y));
+    }
+    let mut lanes = [[0.0f64; 4]; 2];
+    // SAFETY: four f64s into four slots.
+    unsafe {
+        _mm256_storeu_pd(lanes[0].as_mut_ptr(), _mm256_add_pd(sums[0], sums[1]));
+        _mm256_storeu_pd(lanes[1].as_mut_ptr(), _mm256_add_pd(spreads[0], spreads[1]));
+    }
+    let done = quads * 4;
+    let rest = near_sums_portable(&guesses[done..], &logits[done..], floor, max, inv_t);
+    Estimate {
+        sum: lanes[0].iter().sum::<f64>() + rest.sum,
+        spread: lanes[1].iter().sum::<f64>() + rest.spread,
+    }
+}
+
+/// The scalar [`near_sums`].
 #[inline(always)]
-fn mask_at_least(block: &[f32], threshold: f32) -> u32 {
-    block
-        .iter()
+fn near_sums_portable(
+    guesses: &[f32],
+    logits: &[f32],
+    floor: f32,
+    max: f32,
+    inv_t: f32,
+) -> Estimate {
+    let one = |g: f32, l: f32| {
+        let near = g >= floor;
+        // The same argument the estimate had (the same f32 operations).
+        let y = f64::from((l - max) * inv_t);
+        let g = f64::from(g);
+        (if near { g } else { 0.0 }, if near { g * y } else { 0.0 })
+    };
+    let (mut sums, mut spreads) = ([0.0f64; 4], [0.0f64; 4]);
+    let mut blocks = guesses.chunks_exact(4).zip(logits.chunks_exact(4));
+    for (g, l) in &mut blocks {
+        for j in 0..4 {
+            let (s, gy) = one(g[j], l[j]);
+            sums[j] += s;
+            spreads[j] -= gy;
+        }
+    }
+    let done = guesses.len() / 4 * 4;
+    for (&g, &l) in guesses[done..].iter().zip(&logits[done..]) {
+        let (s, gy) = one(g, l);
+        sums[0] += s;
+        spreads[0] -= gy;
+    }
+    Estimate {
+        sum: sums.iter().sum(),
+        spread: spreads.iter().sum(),
+    }
+}
+
+/// Where the ids of [`compact_at_least`]'s survivors come from.
+#[derive(Clone, Copy)]
+enum Ids<'a> {
+    /// The keys' own positions, counted from this id.
+    CountingFrom(usize),
+    /// One id per key.
+    Given(&'a [u32]),
+}
+
+/// Copies, in order, the id and value of every key at or above
+/// `threshold` to the front of `out_ids` and `out_values`, and returns
+/// how many. Both outputs need 8 slots more than there are keys (the
+/// vector code stores 8 at a time). No branch per key: the keys that pass
+/// do so in no pattern at hot temperatures.
+fn compact_at_least(
+    keys: &[f32],
+    threshold: f32,
+    ids: Ids<'_>,
+    values: &[f32],
+    out_ids: &mut [u32],
+    out_values: &mut [f32],
+) -> usize {
+    assert_eq!(keys.len(), values.len());
+    assert!(out_ids.len() >= keys.len() + 8 && out_values.len() >= keys.len() + 8);
+    if let Ids::Given(ids) = ids {
+        assert_eq!(ids.len(), keys.len());
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature, and the lengths were checked.
+            return unsafe {
+                avx2::compact_at_least(keys, threshold, ids, values, out_ids, out_values)
+            };
+        }
+    }
+    compact_scalar(keys, threshold, ids, values, out_ids, out_values, 0, 0)
+}
+
+/// [`compact_at_least`] from key `start` on, the survivors written from
+/// `end` on; the new end.
+#[allow(clippy::too_many_arguments)]
+fn compact_scalar(
+    keys: &[f32],
+    threshold: f32,
+    ids: Ids<'_>,
+    values: &[f32],
+    out_ids: &mut [u32],
+    out_values: &mut [f32],
+    start: usize,
+    mut end: usize,
+) -> usize {
+    for i in start..keys.len() {
+        out_ids[end] = match ids {
+            Ids::CountingFrom(first) => (first + i) as u32,
+            Ids::Given(ids) => ids[i],
+        };
+        out_values[end] = values[i];
+        end += usize::from(keys[i] >= threshold);
+    }
+    end
+}
+
+/// The candidates, the logits at or above `threshold`: their ids
+/// (ascending) and logits to the front of `ws.ids` and `ws.logits`; how
+/// many. Each chunk compacts into its own region, in parallel, and the
+/// regions are then closed up.
+fn candidates(logits: &[f32], threshold: f32, ws: &mut Workspace) -> usize {
+    const REGION: usize = weights::CHUNK + 8;
+    let chunks = logits.len().div_ceil(weights::CHUNK);
+    let counts: Vec<usize> = logits
+        .par_chunks(weights::CHUNK)
+        .zip(slots(&mut ws.ids, chunks * REGION).par_chunks_mut(REGION))
+        .zip(slots(&mut ws.logits, chunks * REGION).par_chunks_mut(REGION))
         .enumerate()
-        .fold(0u32, |m, (i, &l)| m | (u32::from(l >= threshold) << i))
-}
-
-#[inline(always)]
-fn push_set_bits(ids: &mut Vec<u32>, mut mask: u32, first: usize) {
-    while mask != 0 {
-        ids.push((first + mask.trailing_zeros() as usize) as u32);
-        mask &= mask - 1;
+        .map(|(c, ((chunk, ids), values))| {
+            let first = Ids::CountingFrom(c * weights::CHUNK);
+            compact_at_least(chunk, threshold, first, chunk, ids, values)
+        })
+        .collect();
+    let mut end = 0;
+    for (c, &count) in counts.iter().enumerate() {
+        let region = c * REGION..c * REGION + count;
+        ws.ids.copy_within(region.clone(), end);
+        ws.logits.copy_within(region, end);
+        end += count;
     }
+    end
 }
 
 /// Estimates' sums over some logits: `Σ ŵ` (in f64: the sum must be
@@ -526,12 +721,12 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{
-        CUTOFF, Estimate, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, estimate_scalar, mask_at_least,
-        polynomial, push_set_bits,
+        CUTOFF, Estimate, Ids, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, compact_scalar,
+        estimate_scalar, polynomial,
     };
 
     /// Per 8-bit mask, the positions of its set bits, packed to the front.
-    const PACKED: [[u32; 8]; 256] = {
+    static PACKED: [[u32; 8]; 256] = {
         let mut table = [[0u32; 8]; 256];
         let mut mask = 0;
         while mask < 256 {
@@ -554,40 +749,60 @@ mod avx2 {
     /// number that passed. (A loop over the set bits mispredicted its exit
     /// about once per block at hot temperatures, where a third of the
     /// logits pass.)
+    /// [`super::compact_at_least`], 8 keys at a time: the mask of those
+    /// that pass picks a row of [`PACKED`], which moves their ids and
+    /// values to the front of the 8 lanes stored.
+    ///
+    /// # Safety
+    /// The outputs hold 8 slots more than there are keys, and `values` (and
+    /// given ids) are as long as `keys`.
     #[target_feature(enable = "avx2")]
-    pub(super) fn candidates_in(chunk: &[f32], threshold: f32, first: usize, ids: &mut Vec<u32>) {
+    pub(super) unsafe fn compact_at_least(
+        keys: &[f32],
+        threshold: f32,
+        ids: Ids<'_>,
+        values: &[f32],
+        out_ids: &mut [u32],
+        out_values: &mut [f32],
+    ) -> usize {
         let t = _mm256_set1_ps(threshold);
-        let start = ids.len();
-        // Room for every logit, plus the 8 slots a block may write past
-        // its passing ones.
-        ids.resize(start + chunk.len() + 8, 0);
-        let mut end = start;
-        let mut blocks = chunk.chunks_exact(8);
-        for (b, block) in (&mut blocks).enumerate() {
-            // SAFETY: a block is 8 floats; `end + 8 <= start + b * 8 + 8`
-            // slots of `ids` are within its length.
+        let mut end = 0;
+        let blocks = keys.len() / 8;
+        for b in 0..blocks {
+            // SAFETY: block b is within the inputs; `end + 8` ≤ `8b + 8` ≤
+            // the keys' length, within the outputs.
             unsafe {
-                let v = _mm256_loadu_ps(block.as_ptr());
-                let mask = _mm256_movemask_ps(_mm256_cmp_ps(v, t, _CMP_GE_OQ)) as usize;
-                let offsets = _mm256_loadu_si256(PACKED[mask].as_ptr().cast());
-                let packed = _mm256_add_epi32(offsets, _mm256_set1_epi32((first + b * 8) as i32));
-                _mm256_storeu_si256(ids.as_mut_ptr().add(end).cast(), packed);
+                let k = _mm256_loadu_ps(keys.as_ptr().add(b * 8));
+                let mask = _mm256_movemask_ps(_mm256_cmp_ps(k, t, _CMP_GE_OQ)) as usize;
+                let order = _mm256_loadu_si256(PACKED[mask].as_ptr().cast());
+                let id = match ids {
+                    Ids::CountingFrom(first) => {
+                        _mm256_add_epi32(order, _mm256_set1_epi32((first + b * 8) as i32))
+                    }
+                    Ids::Given(ids) => _mm256_permutevar8x32_epi32(
+                        _mm256_loadu_si256(ids.as_ptr().add(b * 8).cast()),
+                        order,
+                    ),
+                };
+                let v =
+                    _mm256_permutevar8x32_ps(_mm256_loadu_ps(values.as_ptr().add(b * 8)), order);
+                _mm256_storeu_si256(out_ids.as_mut_ptr().add(end).cast(), id);
+                _mm256_storeu_ps(out_values.as_mut_ptr().add(end), v);
                 end += mask.count_ones() as usize;
             }
         }
-        ids.truncate(end);
-        let rest = blocks.remainder();
-        push_set_bits(
+        compact_scalar(
+            keys,
+            threshold,
             ids,
-            mask_at_least(rest, threshold),
-            first + chunk.len() - rest.len(),
-        );
+            values,
+            out_ids,
+            out_values,
+            blocks * 8,
+            end,
+        )
     }
 
-    /// [`super::estimate`] on 16 logits per step: two independent
-    /// vectors of 8, so that their polynomials overlap. The same
-    /// operations as [`estimate_one`], so each estimate is the same; `Σ ŵ`
-    /// is summed in f64 lanes, `Σ ŵ|y|` in f32 lanes.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn estimate(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
         let store = !out.is_empty();
@@ -727,5 +942,104 @@ mod tests {
         }
         assert!((a.sum - b.sum).abs() <= 1e-12 * b.sum);
         assert!(a.spread.is_finite() && (a.spread - b.spread).abs() <= 1e-4 * b.spread);
+    }
+
+    /// Keys in no pattern, with ties to the threshold, and lengths that
+    /// leave partial blocks of 8.
+    fn keys(len: usize, seed: u64) -> Vec<f32> {
+        let mut rng = crate::rng::SpecRng::derive(seed, &[]);
+        (0..len)
+            .map(|_| (rng.uniform() * 8.0).floor() as f32 * 0.25)
+            .collect()
+    }
+
+    #[test]
+    fn compaction_keeps_exactly_the_keys_at_or_above_the_threshold_in_order() {
+        for (len, seed) in [(0, 1), (5, 2), (8, 3), (1037, 4), (4096, 5)] {
+            let keys = keys(len, seed);
+            let values: Vec<f32> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| k + i as f32)
+                .collect();
+            let given: Vec<u32> = (0..len as u32).map(|i| 3 * i + 1).collect();
+            for threshold in [0.0, 0.75, 1.0, 2.0] {
+                let expected: Vec<(u32, f32)> = (0..len)
+                    .filter(|&i| keys[i] >= threshold)
+                    .map(|i| (given[i], values[i]))
+                    .collect();
+                for ids in [Ids::Given(&given), Ids::CountingFrom(7)] {
+                    let (mut out_ids, mut out_values) = (vec![0; len + 8], vec![0.0; len + 8]);
+                    let kept = compact_at_least(
+                        &keys,
+                        threshold,
+                        ids,
+                        &values,
+                        &mut out_ids,
+                        &mut out_values,
+                    );
+                    let (mut scalar_ids, mut scalar_values) =
+                        (vec![0; len + 8], vec![0.0; len + 8]);
+                    let scalar_kept = compact_scalar(
+                        &keys,
+                        threshold,
+                        ids,
+                        &values,
+                        &mut scalar_ids,
+                        &mut scalar_values,
+                        0,
+                        0,
+                    );
+                    assert_eq!(kept, expected.len(), "len {len}, threshold {threshold}");
+                    assert_eq!(scalar_kept, kept);
+                    for (j, &(id, value)) in expected.iter().enumerate() {
+                        let id = match ids {
+                            Ids::Given(_) => id,
+                            Ids::CountingFrom(first) => (first + (id as usize - 1) / 3) as u32,
+                        };
+                        assert_eq!((out_ids[j], out_values[j]), (id, value));
+                        assert_eq!((scalar_ids[j], scalar_values[j]), (id, value));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn candidates_of_a_row_are_its_logits_at_or_above_the_threshold() {
+        // Several chunks, the last one partial: the regions are closed up.
+        let logits = keys(3 * weights::CHUNK + 1001, 9);
+        let mut ws = Workspace::default();
+        for threshold in [0.5, 1.75] {
+            let m = candidates(&logits, threshold, &mut ws);
+            let expected: Vec<u32> = (0..logits.len() as u32)
+                .filter(|&i| logits[i as usize] >= threshold)
+                .collect();
+            assert_eq!(&ws.ids[..m], &expected[..]);
+            for (&id, &l) in ws.ids[..m].iter().zip(&ws.logits[..m]) {
+                assert_eq!(l, logits[id as usize]);
+            }
+        }
+    }
+
+    #[test]
+    fn vector_and_scalar_near_sums_agree() {
+        let guesses: Vec<f32> = keys(1037, 11).iter().map(|k| k * 0.1).collect();
+        let logits: Vec<f32> = keys(1037, 12).iter().map(|k| -k).collect();
+        for floor in [0.0, 0.05, 0.1, 1.0] {
+            let a = near_sums(&guesses, &logits, floor, 0.5, 0.8);
+            let b = near_sums_portable(&guesses, &logits, floor, 0.5, 0.8);
+            let by_hand: f64 = guesses
+                .iter()
+                .filter(|&&g| g >= floor)
+                .map(|&g| f64::from(g))
+                .sum();
+            assert!((a.sum - by_hand).abs() <= 1e-12 * by_hand, "floor {floor}");
+            assert!((b.sum - by_hand).abs() <= 1e-12 * by_hand, "floor {floor}");
+            assert!(
+                (a.spread - b.spread).abs() <= 1e-12 * b.spread.abs(),
+                "floor {floor}"
+            );
+        }
     }
 }
