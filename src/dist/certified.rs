@@ -234,34 +234,82 @@ fn certify(
     // divided by their sum in that order, as the full path divides them.
     let (kept, mut kept_weights) = keep_through(near_ids, exact, &cut);
     let sum: f64 = kept_weights.iter().sum();
-    kept_weights.iter_mut().for_each(|w| *w /= sum);
+    divide_all(&mut kept_weights, sum);
     Some(Dist::sparse(n, kept, kept_weights))
 }
 
 /// The near tokens kept: before the crossing token in (weight desc, id
-/// asc) order, or it; ids and weights in id order. Every slot is written
-/// and only the kept ones counted, without a branch per token (a third to
-/// a half pass at hot temperatures, in no pattern), into vectors of the
-/// exact size the law keeps.
+/// asc) order, or it; ids and weights in id order, in vectors of the size
+/// the law keeps. No branch per token: a third to a half pass at hot
+/// temperatures, in no pattern.
 fn keep_through(ids: &[u32], exact: &[f64], cut: &Cut) -> (Vec<u32>, Vec<f64>) {
-    let mut kept = Vec::with_capacity(ids.len());
-    let mut weights = Vec::with_capacity(ids.len());
+    assert_eq!(ids.len(), exact.len());
+    // Four slots more than tokens: the vector code stores 4 at a time.
+    let mut kept = Vec::with_capacity(ids.len() + 4);
+    let mut weights = Vec::with_capacity(ids.len() + 4);
     let (id_slots, weight_slots) = (kept.spare_capacity_mut(), weights.spare_capacity_mut());
-    let mut end = 0;
-    for (i, (&id, &w)) in ids.iter().zip(exact).enumerate() {
-        // `end ≤ i`: within both vectors' capacity.
-        id_slots[end].write(id);
-        weight_slots[end].write(w);
-        // `|` and `&`, not `||` and `&&`: no branch.
-        end += usize::from((w > cut.weight) | ((w == cut.weight) & (id <= cut.id)));
-        debug_assert!(end <= i + 1);
-    }
+    #[cfg(target_arch = "x86_64")]
+    let end = if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has the feature; the slots are 4 more than the
+        // tokens.
+        unsafe { avx2::keep_through(ids, exact, cut, id_slots, weight_slots) }
+    } else {
+        keep_scalar(ids, exact, cut, id_slots, weight_slots, 0, 0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let end = keep_scalar(ids, exact, cut, id_slots, weight_slots, 0, 0);
     // SAFETY: the first `end` slots of both were written.
     unsafe {
         kept.set_len(end);
         weights.set_len(end);
     }
     (kept, weights)
+}
+
+/// Whether the token `id` of exact weight `w` is kept by `cut`.
+#[inline(always)]
+fn kept_by(cut: &Cut, id: u32, w: f64) -> bool {
+    // `|` and `&`, not `||` and `&&`: no branch.
+    (w > cut.weight) | ((w == cut.weight) & (id <= cut.id))
+}
+
+/// [`keep_through`] from token `start` on, written from slot `end` on;
+/// the new end.
+fn keep_scalar(
+    ids: &[u32],
+    exact: &[f64],
+    cut: &Cut,
+    id_slots: &mut [std::mem::MaybeUninit<u32>],
+    weight_slots: &mut [std::mem::MaybeUninit<f64>],
+    start: usize,
+    mut end: usize,
+) -> usize {
+    for (&id, &w) in ids[start..].iter().zip(&exact[start..]) {
+        // `end` ≤ the token's index: within the slots.
+        id_slots[end].write(id);
+        weight_slots[end].write(w);
+        end += usize::from(kept_by(cut, id, w));
+    }
+    end
+}
+
+/// `values[i] / by` for every value, 4 at a time where the CPU can (the
+/// same quotients: division is correctly rounded however it is issued).
+fn divide_all(values: &mut [f64], by: f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is built for.
+            return unsafe { divide_all_avx2(values, by) };
+        }
+    }
+    values.iter_mut().for_each(|v| *v /= by);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn divide_all_avx2(values: &mut [f64], by: f64) {
+    values.iter_mut().for_each(|v| *v /= by);
 }
 
 /// The largest f32 below `x` (so that `l >= result` keeps every `l >= x`).
@@ -367,8 +415,9 @@ fn crossing_estimate(guesses: &[f32], target: f64, lowest: f32) -> f32 {
     f32::from_bits(lo)
 }
 
-/// `Σ g` over the `g ≥ threshold`: 8 f32 lanes, added into an f64 total
-/// every 256 blocks so that no lane sums many terms.
+/// `Σ g` over the `g ≥ threshold`: four groups of 8 f32 lanes (one
+/// group's additions would each wait on the last), added into an f64 total
+/// every 64 blocks of 32 so that no lane sums many terms.
 fn mass_at_least(guesses: &[f32], threshold: f32) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -388,19 +437,25 @@ unsafe fn mass_at_least_avx2(guesses: &[f32], threshold: f32) -> f64 {
 
 #[inline(always)]
 fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
-    let mut lanes = [0.0f32; 8];
-    let mut blocks = guesses.chunks_exact(8);
+    let mut lanes = [[0.0f32; 8]; 4];
+    let flush = |lanes: &mut [[f32; 8]; 4]| {
+        let sum = lanes.iter().flatten().map(|&l| f64::from(l)).sum::<f64>();
+        *lanes = [[0.0; 8]; 4];
+        sum
+    };
+    let mut blocks = guesses.chunks_exact(32);
     let mut total = 0.0f64;
     for (b, block) in (&mut blocks).enumerate() {
-        for (lane, &g) in lanes.iter_mut().zip(block) {
-            *lane += if g >= threshold { g } else { 0.0 };
+        for (group, part) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+            for (lane, &g) in group.iter_mut().zip(part) {
+                *lane += if g >= threshold { g } else { 0.0 };
+            }
         }
-        if b % 256 == 255 {
-            total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
-            lanes = [0.0; 8];
+        if b % 64 == 63 {
+            total += flush(&mut lanes);
         }
     }
-    total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+    total += flush(&mut lanes);
     total
         + blocks
             .remainder()
@@ -720,9 +775,11 @@ fn estimate_scalar(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Est
 mod avx2 {
     use std::arch::x86_64::*;
 
+    use std::mem::MaybeUninit;
+
     use super::{
-        CUTOFF, Estimate, Ids, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, compact_scalar,
-        estimate_scalar, polynomial,
+        CUTOFF, Cut, Estimate, Ids, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, compact_scalar,
+        estimate_scalar, keep_scalar, kept_by, polynomial,
     };
 
     /// Per 8-bit mask, the positions of its set bits, packed to the front.
@@ -801,6 +858,75 @@ mod avx2 {
             blocks * 8,
             end,
         )
+    }
+
+    /// Per 4-bit mask, the 32-bit halves of its set f64 lanes, packed to
+    /// the front (lane j is halves 2j and 2j + 1).
+    static PACKED_PAIRS: [[u32; 8]; 16] = {
+        let mut table = [[0u32; 8]; 16];
+        let mut mask = 0;
+        while mask < 16 {
+            let (mut lane, mut n) = (0, 0);
+            while lane < 4 {
+                if mask & (1 << lane) != 0 {
+                    table[mask][2 * n] = 2 * lane as u32;
+                    table[mask][2 * n + 1] = 2 * lane as u32 + 1;
+                    n += 1;
+                }
+                lane += 1;
+            }
+            mask += 1;
+        }
+        table
+    };
+
+    /// [`super::keep_through`], 4 tokens at a time: the mask of those kept
+    /// picks the rows of [`PACKED`] and [`PACKED_PAIRS`] that move their
+    /// ids and weights to the front of the lanes stored.
+    ///
+    /// # Safety
+    /// Both slot slices hold 4 more than there are tokens, and `exact` is
+    /// as long as `ids`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn keep_through(
+        ids: &[u32],
+        exact: &[f64],
+        cut: &Cut,
+        id_slots: &mut [MaybeUninit<u32>],
+        weight_slots: &mut [MaybeUninit<f64>],
+    ) -> usize {
+        let weight = _mm256_set1_pd(cut.weight);
+        let mut end = 0;
+        let quads = ids.len() / 4;
+        for q in 0..quads {
+            // SAFETY: quad q is within both inputs; `end + 4` ≤ `4q + 4` ≤
+            // the tokens, within the slots.
+            unsafe {
+                let w = _mm256_loadu_pd(exact.as_ptr().add(q * 4));
+                let mut mask = _mm256_movemask_pd(_mm256_cmp_pd(w, weight, _CMP_GT_OQ)) as usize;
+                let ties = _mm256_movemask_pd(_mm256_cmp_pd(w, weight, _CMP_EQ_OQ)) as usize;
+                if ties != 0 {
+                    // Rare: a weight equal to the crossing token's.
+                    for j in 0..4 {
+                        let tied = ties & (1 << j) != 0;
+                        mask |= usize::from(tied && kept_by(cut, ids[q * 4 + j], exact[q * 4 + j]))
+                            << j;
+                    }
+                }
+                let pairs = _mm256_loadu_si256(PACKED_PAIRS[mask].as_ptr().cast());
+                let w = _mm256_permutevar8x32_ps(_mm256_castpd_ps(w), pairs);
+                _mm256_storeu_ps(weight_slots.as_mut_ptr().add(end).cast(), w);
+                let order = _mm256_loadu_si256(PACKED[mask].as_ptr().cast());
+                let id = _mm256_castsi128_si256(_mm_loadu_si128(ids.as_ptr().add(q * 4).cast()));
+                let id = _mm256_permutevar8x32_epi32(id, order);
+                _mm_storeu_si128(
+                    id_slots.as_mut_ptr().add(end).cast(),
+                    _mm256_castsi256_si128(id),
+                );
+                end += mask.count_ones() as usize;
+            }
+        }
+        keep_scalar(ids, exact, cut, id_slots, weight_slots, quads * 4, end)
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -1040,6 +1166,45 @@ mod tests {
                 (a.spread - b.spread).abs() <= 1e-12 * b.spread.abs(),
                 "floor {floor}"
             );
+        }
+    }
+
+    #[test]
+    fn kept_tokens_are_those_before_the_crossing_token_or_it_vector_or_scalar() {
+        // Weights on a coarse grid, so that many tie with the crossing one.
+        for (len, seed) in [(0, 21), (3, 22), (4, 23), (1037, 24)] {
+            let exact: Vec<f64> = keys(len, seed)
+                .iter()
+                .map(|&k| f64::from(k) * 0.5)
+                .collect();
+            let ids: Vec<u32> = (0..len as u32).map(|i| 2 * i + 5).collect();
+            for (weight, id) in [(0.5, 0), (0.5, 900), (1.25, 1200), (9.0, 0)] {
+                let cut = Cut {
+                    id,
+                    weight,
+                    before: 0.0,
+                    through: 0.0,
+                };
+                let expected: Vec<(u32, f64)> = ids
+                    .iter()
+                    .zip(&exact)
+                    .filter(|&(&i, &w)| w > weight || (w == weight && i <= id))
+                    .map(|(&i, &w)| (i, w))
+                    .collect();
+                let (kept, weights) = keep_through(&ids, &exact, &cut);
+                let got: Vec<(u32, f64)> = kept.into_iter().zip(weights).collect();
+                assert_eq!(got, expected, "len {len}, cut ({weight}, {id})");
+                let mut id_slots = vec![std::mem::MaybeUninit::uninit(); len];
+                let mut weight_slots = vec![std::mem::MaybeUninit::uninit(); len];
+                let end = keep_scalar(&ids, &exact, &cut, &mut id_slots, &mut weight_slots, 0, 0);
+                assert_eq!(end, expected.len());
+                for (j, &(i, w)) in expected.iter().enumerate() {
+                    // SAFETY: the first `end` slots were written.
+                    let slot =
+                        unsafe { (id_slots[j].assume_init(), weight_slots[j].assume_init()) };
+                    assert_eq!(slot, (i, w));
+                }
+            }
         }
     }
 }

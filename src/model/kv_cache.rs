@@ -51,26 +51,95 @@ impl Buffers {
     }
 
     /// Copies positions `[from, to)` of physical row `source` into every
-    /// physical row (the source's own are rewritten with themselves).
+    /// other physical row.
     ///
-    /// Two tensor calls per buffer whatever the number of rows: one
-    /// strided copy of the source's positions repeated once per row (a
-    /// fresh tensor, since `slice_set` refuses a source sharing the
-    /// destination's storage), and one `slice_set` into all rows. A copy
-    /// per row cost hundreds of small calls per round at K = 8.
+    /// On the CPU each row's positions are copied straight from the
+    /// source's, in place ([`CopyRowToAll`]): the bytes move once. Elsewhere
+    /// two tensor calls per buffer whatever the number of rows: one strided
+    /// copy of the source's positions repeated once per row (a fresh
+    /// tensor, since `slice_set` refuses a source sharing the destination's
+    /// storage), and one `slice_set` into all rows (the source's own are
+    /// rewritten with themselves). A copy per row cost hundreds of small
+    /// calls per round at K = 8.
     fn copy_row_to_all(&self, source: usize, from: usize, to: usize) -> Result<()> {
         let rows = self.physical_rows()?;
         if to <= from || rows < 2 {
             return Ok(());
         }
         for buffer in [&self.k, &self.v] {
-            let (_, heads, _, d) = buffer.dims4()?;
-            let part = buffer
-                .narrow(0, source, 1)?
-                .narrow(2, from, to - from)?
-                .broadcast_as((rows, heads, to - from, d))?
-                .contiguous()?;
-            buffer.slice_set(&part, 2, from)?;
+            if buffer.device().is_cpu() && buffer.is_contiguous() {
+                buffer.inplace_op1(&CopyRowToAll { source, from, to })?;
+            } else {
+                copy_row_to_all_by_tensors(buffer, source, from, to)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`Buffers::copy_row_to_all`] of one buffer by tensor calls, for any
+/// device.
+fn copy_row_to_all_by_tensors(
+    buffer: &Tensor,
+    source: usize,
+    from: usize,
+    to: usize,
+) -> Result<()> {
+    let (rows, heads, _, d) = buffer.dims4()?;
+    let part = buffer
+        .narrow(0, source, 1)?
+        .narrow(2, from, to - from)?
+        .broadcast_as((rows, heads, to - from, d))?
+        .contiguous()?;
+    buffer.slice_set(&part, 2, from)?;
+    Ok(())
+}
+
+/// [`Buffers::copy_row_to_all`] on a contiguous CPU buffer `[rows, heads,
+/// capacity, head_dim]`: for every other row and head, one `copy_within`
+/// of the source's `(to − from) · head_dim` values.
+struct CopyRowToAll {
+    source: usize,
+    from: usize,
+    to: usize,
+}
+
+impl CopyRowToAll {
+    fn copy<T: Copy>(&self, values: &mut [T], layout: &candle_core::Layout) {
+        let (rows, heads, capacity, d) = layout
+            .shape()
+            .dims4()
+            .expect("KV buffers are [rows, heads, capacity, head_dim]");
+        let start = layout.start_offset();
+        let offset =
+            |row: usize, head: usize| start + ((row * heads + head) * capacity + self.from) * d;
+        let width = (self.to - self.from) * d;
+        for row in (0..rows).filter(|&r| r != self.source) {
+            for head in 0..heads {
+                let at = offset(self.source, head);
+                values.copy_within(at..at + width, offset(row, head));
+            }
+        }
+    }
+}
+
+impl candle_core::InplaceOp1 for CopyRowToAll {
+    fn name(&self) -> &'static str {
+        "kv-copy-row-to-all"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &mut candle_core::CpuStorage,
+        layout: &candle_core::Layout,
+    ) -> candle_core::Result<()> {
+        use candle_core::CpuStorage as S;
+        match storage {
+            S::F32(values) => self.copy(values, layout),
+            S::F16(values) => self.copy(values, layout),
+            S::BF16(values) => self.copy(values, layout),
+            S::F64(values) => self.copy(values, layout),
+            _ => candle_core::bail!("a KV cache is f32, f16, bf16 or f64"),
         }
         Ok(())
     }
@@ -314,6 +383,44 @@ mod tests {
     /// The cache against a plain per-row list of positions through a
     /// seeded mix of appends (growing past the buffers), rollbacks, views
     /// of one row, 1 → K copies, runs of rows and gathers.
+    #[test]
+    fn the_in_place_row_copy_equals_the_tensor_calls_in_every_dtype() {
+        use candle_core::DType;
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+            for (source, from, to) in [(0, 0, 10), (2, 3, 4), (1, 7, 10)] {
+                let values = Tensor::arange(0f32, (3 * 2 * 10 * 4) as f32, &Device::Cpu)
+                    .unwrap()
+                    .reshape((3, 2, 10, 4))
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let (in_place, by_tensors) = (values.copy().unwrap(), values.copy().unwrap());
+                in_place
+                    .inplace_op1(&CopyRowToAll { source, from, to })
+                    .unwrap();
+                copy_row_to_all_by_tensors(&by_tensors, source, from, to).unwrap();
+                same(
+                    &in_place.to_dtype(DType::F32).unwrap(),
+                    &by_tensors.to_dtype(DType::F32).unwrap(),
+                );
+                // And it did copy: every row now holds the source's positions.
+                let row = |r: usize| {
+                    in_place
+                        .narrow(0, r, 1)
+                        .unwrap()
+                        .narrow(2, from, to - from)
+                        .unwrap()
+                };
+                for r in 0..3 {
+                    same(
+                        &row(r).to_dtype(DType::F32).unwrap(),
+                        &row(source).to_dtype(DType::F32).unwrap(),
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_row_selection_matches_a_plain_reference() {
         const WIDE: usize = 2 * 3; // kv_heads × head_dim of `ramp`
