@@ -249,8 +249,10 @@ fn keep_through(ids: &[u32], exact: &[f64], cut: &Cut) -> (Vec<u32>, Vec<f64>) {
     let mut weights = Vec::with_capacity(ids.len() + 4);
     let (id_slots, weight_slots) = (kept.spare_capacity_mut(), weights.spare_capacity_mut());
     #[cfg(target_arch = "x86_64")]
-    let end = if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature; the slots are 4 more than the
+    let end = if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+    {
+        // SAFETY: the CPU has the features; the slots are 4 more than the
         // tokens.
         unsafe { avx2::keep_through(ids, exact, cut, id_slots, weight_slots) }
     } else {
@@ -589,8 +591,10 @@ fn compact_at_least(
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the feature, and the lengths were checked.
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the CPU has the features, and the lengths were checked.
             return unsafe {
                 avx2::compact_at_least(keys, threshold, ids, values, out_ids, out_values)
             };
@@ -813,7 +817,7 @@ mod avx2 {
     /// # Safety
     /// The outputs hold 8 slots more than there are keys, and `values` (and
     /// given ids) are as long as `keys`.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn compact_at_least(
         keys: &[f32],
         threshold: f32,
@@ -887,7 +891,7 @@ mod avx2 {
     /// # Safety
     /// Both slot slices hold 4 more than there are tokens, and `exact` is
     /// as long as `ids`.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn keep_through(
         ids: &[u32],
         exact: &[f64],
