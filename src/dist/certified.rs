@@ -787,29 +787,8 @@ mod avx2 {
     };
 
     /// Per 8-bit mask, the positions of its set bits, packed to the front.
-    static PACKED: [[u32; 8]; 256] = {
-        let mut table = [[0u32; 8]; 256];
-        let mut mask = 0;
-        while mask < 256 {
-            let (mut bit, mut n) = (0, 0);
-            while bit < 8 {
-                if mask & (1 << bit) != 0 {
-                    table[mask][n] = bit as u32;
-                    n += 1;
-                }
-                bit += 1;
-            }
-            mask += 1;
-        }
-        table
-    };
+    static PACKED: [[u32; 8]; 256] = packed_positions(8, 1);
 
-    /// [`super::candidates_in`], 8 comparisons per instruction and no
-    /// branch per block: the ids of the passing logits are packed by a
-    /// table lookup and all 8 slots written, then the end moves on by the
-    /// number that passed. (A loop over the set bits mispredicted its exit
-    /// about once per block at hot temperatures, where a third of the
-    /// logits pass.)
     /// [`super::compact_at_least`], 8 keys at a time: the mask of those
     /// that pass picks a row of [`PACKED`], which moves their ids and
     /// values to the front of the 8 lanes stored.
@@ -866,15 +845,23 @@ mod avx2 {
 
     /// Per 4-bit mask, the 32-bit halves of its set f64 lanes, packed to
     /// the front (lane j is halves 2j and 2j + 1).
-    static PACKED_PAIRS: [[u32; 8]; 16] = {
-        let mut table = [[0u32; 8]; 16];
+    static PACKED_PAIRS: [[u32; 8]; 16] = packed_positions(4, 2);
+
+    /// Per mask of `lanes` bits, the 32-bit positions of its set lanes
+    /// packed to the front, each lane `width` positions wide (`lanes ·
+    /// width` = 8): the indices a `permutevar8x32` takes to compact them.
+    const fn packed_positions<const MASKS: usize>(lanes: usize, width: usize) -> [[u32; 8]; MASKS] {
+        let mut table = [[0u32; 8]; MASKS];
         let mut mask = 0;
-        while mask < 16 {
+        while mask < MASKS {
             let (mut lane, mut n) = (0, 0);
-            while lane < 4 {
+            while lane < lanes {
                 if mask & (1 << lane) != 0 {
-                    table[mask][2 * n] = 2 * lane as u32;
-                    table[mask][2 * n + 1] = 2 * lane as u32 + 1;
+                    let mut part = 0;
+                    while part < width {
+                        table[mask][width * n + part] = (width * lane + part) as u32;
+                        part += 1;
+                    }
                     n += 1;
                 }
                 lane += 1;
@@ -882,7 +869,7 @@ mod avx2 {
             mask += 1;
         }
         table
-    };
+    }
 
     /// [`super::keep_through`], 4 tokens at a time: the mask of those kept
     /// picks the rows of [`PACKED`] and [`PACKED_PAIRS`] that move their
