@@ -183,14 +183,21 @@ fn certify(
     // The edge: 5 % either side, far more than the estimates' error of
     // the mass above a weight (~4e-5 of the total) can move the cut.
     let floor = likely * 0.95;
-    let near_estimate = near_sums(guesses, candidate_logits, floor, max_f32, inv_t);
+    let near = Near {
+        floor,
+        max: max_f32,
+        inv_t,
+    };
+    let near_estimate = near_sums(guesses, candidate_logits, near);
     let count = compact_at_least(
         guesses,
         floor,
         Ids::Given(ids),
         candidate_logits,
-        slots(&mut ws.near_ids, m + 8),
-        slots(&mut ws.near_logits, m + 8),
+        Packed {
+            ids: slots(&mut ws.near_ids, m + 8),
+            values: slots(&mut ws.near_logits, m + 8),
+        },
     );
     let near_ids = &ws.near_ids[..count];
     let exact = slots(&mut ws.exact, count);
@@ -470,28 +477,32 @@ fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
 /// The estimates' sums over the tokens whose estimate is at least
 /// `floor`: `Σ ŵ` and `Σ ŵ |y|`, in f64 (the first is subtracted from the
 /// total's, so it must be good to far below the estimates' own error).
-fn near_sums(guesses: &[f32], logits: &[f32], floor: f32, max: f32, inv_t: f32) -> Estimate {
+fn near_sums(guesses: &[f32], logits: &[f32], near: Near) -> Estimate {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
-            return unsafe { near_sums_avx2(guesses, logits, floor, max, inv_t) };
+            return unsafe { near_sums_avx2(guesses, logits, near) };
         }
     }
-    near_sums_portable(guesses, logits, floor, max, inv_t)
+    near_sums_portable(guesses, logits, near)
+}
+
+/// What makes a token near, and its estimate's argument `y = (l − max) ·
+/// inv_t` (the estimate's own f32 operations).
+#[derive(Clone, Copy)]
+struct Near {
+    floor: f32,
+    max: f32,
+    inv_t: f32,
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn near_sums_avx2(
-    guesses: &[f32],
-    logits: &[f32],
-    floor: f32,
-    max: f32,
-    inv_t: f32,
-) -> Estimate {
+unsafe fn near_sums_avx2(guesses: &[f32], logits: &[f32], near: Near) -> Estimate {
     use std::arch::x86_64::*;
     assert_eq!(guesses.len(), logits.len());
+    let Near { floor, max, inv_t } = near;
     let (floor_v, max_v, inv_t_v) = (_mm_set1_ps(floor), _mm_set1_ps(max), _mm_set1_ps(inv_t));
     let mut sums = [_mm256_setzero_pd(); 2];
     let mut spreads = [_mm256_setzero_pd(); 2];
@@ -518,7 +529,7 @@ unsafe fn near_sums_avx2(
         _mm256_storeu_pd(lanes[1].as_mut_ptr(), _mm256_add_pd(spreads[0], spreads[1]));
     }
     let done = quads * 4;
-    let rest = near_sums_portable(&guesses[done..], &logits[done..], floor, max, inv_t);
+    let rest = near_sums_portable(&guesses[done..], &logits[done..], near);
     Estimate {
         sum: lanes[0].iter().sum::<f64>() + rest.sum,
         spread: lanes[1].iter().sum::<f64>() + rest.spread,
@@ -527,13 +538,8 @@ unsafe fn near_sums_avx2(
 
 /// The scalar [`near_sums`].
 #[inline(always)]
-fn near_sums_portable(
-    guesses: &[f32],
-    logits: &[f32],
-    floor: f32,
-    max: f32,
-    inv_t: f32,
-) -> Estimate {
+fn near_sums_portable(guesses: &[f32], logits: &[f32], near: Near) -> Estimate {
+    let Near { floor, max, inv_t } = near;
     let one = |g: f32, l: f32| {
         let near = g >= floor;
         // The same argument the estimate had (the same f32 operations).
@@ -571,21 +577,27 @@ enum Ids<'a> {
     Given(&'a [u32]),
 }
 
+/// Where [`compact_at_least`] writes the ids and values it keeps, from
+/// the front.
+struct Packed<'a> {
+    ids: &'a mut [u32],
+    values: &'a mut [f32],
+}
+
 /// Copies, in order, the id and value of every key at or above
-/// `threshold` to the front of `out_ids` and `out_values`, and returns
-/// how many. Both outputs need 8 slots more than there are keys (the
-/// vector code stores 8 at a time). No branch per key: the keys that pass
-/// do so in no pattern at hot temperatures.
+/// `threshold` to the front of `out`, and returns how many. Both of `out`'s
+/// slices need 8 slots more than there are keys (the vector code stores 8
+/// at a time). No branch per key: the keys that pass do so in no pattern
+/// at hot temperatures.
 fn compact_at_least(
     keys: &[f32],
     threshold: f32,
     ids: Ids<'_>,
     values: &[f32],
-    out_ids: &mut [u32],
-    out_values: &mut [f32],
+    out: Packed<'_>,
 ) -> usize {
     assert_eq!(keys.len(), values.len());
-    assert!(out_ids.len() >= keys.len() + 8 && out_values.len() >= keys.len() + 8);
+    assert!(out.ids.len() >= keys.len() + 8 && out.values.len() >= keys.len() + 8);
     if let Ids::Given(ids) = ids {
         assert_eq!(ids.len(), keys.len());
     }
@@ -595,33 +607,29 @@ fn compact_at_least(
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU has the features, and the lengths were checked.
-            return unsafe {
-                avx2::compact_at_least(keys, threshold, ids, values, out_ids, out_values)
-            };
+            return unsafe { avx2::compact_at_least(keys, threshold, ids, values, out) };
         }
     }
-    compact_scalar(keys, threshold, ids, values, out_ids, out_values, 0, 0)
+    compact_scalar(keys, threshold, ids, values, out, 0, 0)
 }
 
 /// [`compact_at_least`] from key `start` on, the survivors written from
 /// `end` on; the new end.
-#[allow(clippy::too_many_arguments)]
 fn compact_scalar(
     keys: &[f32],
     threshold: f32,
     ids: Ids<'_>,
     values: &[f32],
-    out_ids: &mut [u32],
-    out_values: &mut [f32],
+    out: Packed<'_>,
     start: usize,
     mut end: usize,
 ) -> usize {
     for i in start..keys.len() {
-        out_ids[end] = match ids {
+        out.ids[end] = match ids {
             Ids::CountingFrom(first) => (first + i) as u32,
             Ids::Given(ids) => ids[i],
         };
-        out_values[end] = values[i];
+        out.values[end] = values[i];
         end += usize::from(keys[i] >= threshold);
     }
     end
@@ -641,7 +649,7 @@ fn candidates(logits: &[f32], threshold: f32, ws: &mut Workspace) -> usize {
         .enumerate()
         .map(|(c, ((chunk, ids), values))| {
             let first = Ids::CountingFrom(c * weights::CHUNK);
-            compact_at_least(chunk, threshold, first, chunk, ids, values)
+            compact_at_least(chunk, threshold, first, chunk, Packed { ids, values })
         })
         .collect();
     let mut end = 0;
@@ -782,8 +790,8 @@ mod avx2 {
     use std::mem::MaybeUninit;
 
     use super::{
-        CUTOFF, Cut, Estimate, Ids, LN2_HEAD, LN2_TAIL, SHIFT, SPREAD_FLOOR, compact_scalar,
-        estimate_scalar, keep_scalar, kept_by, polynomial,
+        CUTOFF, Cut, Estimate, Ids, LN2_HEAD, LN2_TAIL, Packed, SHIFT, SPREAD_FLOOR,
+        compact_scalar, estimate_scalar, keep_scalar, kept_by, polynomial,
     };
 
     /// Per 8-bit mask, the positions of its set bits, packed to the front.
@@ -802,8 +810,7 @@ mod avx2 {
         threshold: f32,
         ids: Ids<'_>,
         values: &[f32],
-        out_ids: &mut [u32],
-        out_values: &mut [f32],
+        out: Packed<'_>,
     ) -> usize {
         let t = _mm256_set1_ps(threshold);
         let mut end = 0;
@@ -826,21 +833,12 @@ mod avx2 {
                 };
                 let v =
                     _mm256_permutevar8x32_ps(_mm256_loadu_ps(values.as_ptr().add(b * 8)), order);
-                _mm256_storeu_si256(out_ids.as_mut_ptr().add(end).cast(), id);
-                _mm256_storeu_ps(out_values.as_mut_ptr().add(end), v);
+                _mm256_storeu_si256(out.ids.as_mut_ptr().add(end).cast(), id);
+                _mm256_storeu_ps(out.values.as_mut_ptr().add(end), v);
                 end += mask.count_ones() as usize;
             }
         }
-        compact_scalar(
-            keys,
-            threshold,
-            ids,
-            values,
-            out_ids,
-            out_values,
-            blocks * 8,
-            end,
-        )
+        compact_scalar(keys, threshold, ids, values, out, blocks * 8, end)
     }
 
     /// Per 4-bit mask, the 32-bit halves of its set f64 lanes, packed to
@@ -1087,26 +1085,18 @@ mod tests {
                     .collect();
                 for ids in [Ids::Given(&given), Ids::CountingFrom(7)] {
                     let (mut out_ids, mut out_values) = (vec![0; len + 8], vec![0.0; len + 8]);
-                    let kept = compact_at_least(
-                        &keys,
-                        threshold,
-                        ids,
-                        &values,
-                        &mut out_ids,
-                        &mut out_values,
-                    );
+                    let out = Packed {
+                        ids: &mut out_ids,
+                        values: &mut out_values,
+                    };
+                    let kept = compact_at_least(&keys, threshold, ids, &values, out);
                     let (mut scalar_ids, mut scalar_values) =
                         (vec![0; len + 8], vec![0.0; len + 8]);
-                    let scalar_kept = compact_scalar(
-                        &keys,
-                        threshold,
-                        ids,
-                        &values,
-                        &mut scalar_ids,
-                        &mut scalar_values,
-                        0,
-                        0,
-                    );
+                    let out = Packed {
+                        ids: &mut scalar_ids,
+                        values: &mut scalar_values,
+                    };
+                    let scalar_kept = compact_scalar(&keys, threshold, ids, &values, out, 0, 0);
                     assert_eq!(kept, expected.len(), "len {len}, threshold {threshold}");
                     assert_eq!(scalar_kept, kept);
                     for (j, &(id, value)) in expected.iter().enumerate() {
@@ -1144,8 +1134,13 @@ mod tests {
         let guesses: Vec<f32> = keys(1037, 11).iter().map(|k| k * 0.1).collect();
         let logits: Vec<f32> = keys(1037, 12).iter().map(|k| -k).collect();
         for floor in [0.0, 0.05, 0.1, 1.0] {
-            let a = near_sums(&guesses, &logits, floor, 0.5, 0.8);
-            let b = near_sums_portable(&guesses, &logits, floor, 0.5, 0.8);
+            let near = Near {
+                floor,
+                max: 0.5,
+                inv_t: 0.8,
+            };
+            let a = near_sums(&guesses, &logits, near);
+            let b = near_sums_portable(&guesses, &logits, near);
             let by_hand: f64 = guesses
                 .iter()
                 .filter(|&&g| g >= floor)
