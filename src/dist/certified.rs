@@ -142,6 +142,7 @@ fn slots<T: Copy + Default>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut buffer[..len]
 }
 
+/// Steps 1 to 5 of this module's description, in `ws`'s buffers.
 fn certify(
     ws: &mut Workspace,
     logits: &[f32],
