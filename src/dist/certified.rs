@@ -202,9 +202,11 @@ fn certify(
     );
     let near_ids = &ws.near_ids[..count];
     let exact = slots(&mut ws.exact, count);
-    weights::exp_weights_into(&ws.near_logits[..count], max, temperature, exact, |_| ());
+    // Their total comes with them: `chunked_sum` would add the same weights
+    // in the same order.
+    let (near_mass, _) =
+        weights::exp_weights_into(&ws.near_logits[..count], max, temperature, exact, |_| ());
     let exact = &*exact;
-    let near_mass: f64 = weights::chunked_sum(exact);
     let tail_estimate = total_estimate - near_estimate.sum;
     // The other tokens' estimates are within this of their weights: the
     // bound over all tokens less the near ones', each summed within 1e-3
