@@ -380,9 +380,8 @@ mod tests {
         same(&k, &c);
     }
 
-    /// The cache against a plain per-row list of positions through a
-    /// seeded mix of appends (growing past the buffers), rollbacks, views
-    /// of one row, 1 → K copies, runs of rows and gathers.
+    /// The CPU's in-place row copy against the tensor calls that every
+    /// other device runs.
     #[test]
     fn the_in_place_row_copy_equals_the_tensor_calls_in_every_dtype() {
         use candle_core::DType;
@@ -421,6 +420,9 @@ mod tests {
         }
     }
 
+    /// The cache against a plain per-row list of positions through a
+    /// seeded mix of appends (growing past the buffers), rollbacks, views
+    /// of one row, 1 → K copies, runs of rows and gathers.
     #[test]
     fn every_row_selection_matches_a_plain_reference() {
         const WIDE: usize = 2 * 3; // kv_heads × head_dim of `ramp`
