@@ -145,8 +145,24 @@ impl Dist {
     /// A law over `vocab` ids from its support (ascending ids) and their
     /// probabilities in the same order; the dense vector is made on demand.
     pub(super) fn sparse(vocab: usize, support: Vec<u32>, weights: Vec<f64>) -> Self {
-        debug_assert_eq!(support.len(), weights.len());
         let mass = weights.iter().sum();
+        Self::sparse_with_mass(vocab, support, weights, mass)
+    }
+
+    /// [`Dist::sparse`] with the weights' sum already taken, in id order
+    /// from `-0.0` (what `Iterator::sum` gives).
+    pub(super) fn sparse_with_mass(
+        vocab: usize,
+        support: Vec<u32>,
+        weights: Vec<f64>,
+        mass: f64,
+    ) -> Self {
+        debug_assert_eq!(support.len(), weights.len());
+        debug_assert_eq!(
+            mass.to_bits(),
+            weights.iter().sum::<f64>().to_bits(),
+            "the mass is the weights' sum in order"
+        );
         Self {
             vocab,
             support,
