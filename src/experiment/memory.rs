@@ -18,7 +18,7 @@ use super::config::Config;
 use super::machine::{DeviceMemory, device_memory};
 use super::plan::Cell;
 use crate::model::device::{DeviceChoice, Precision};
-use crate::model::kv_cache::GROWTH;
+use crate::model::kv_cache::capacity_for;
 use crate::model::shape::{KnownShape, ModelShape, model_shape};
 
 /// CUDA context, cuBLAS workspace and the allocator's slack: measured
@@ -111,7 +111,7 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
         (None, None) => 0,
     };
     let positions = prompt_tokens + d.max_new_tokens + d.draft_len + 1;
-    let capacity = positions.div_ceil(GROWTH) * GROWTH;
+    let capacity = capacity_for(positions);
     let mut ks: Vec<usize> = cells.iter().map(|c| c.k.max(1)).collect();
     ks.sort_unstable();
     ks.dedup();

@@ -20,6 +20,15 @@ use rayon::prelude::*;
 /// Positions added to a layer's buffers at a time when they fill up.
 pub const GROWTH: usize = 256;
 
+/// Room for `needed` positions: whole steps of [`GROWTH`], and one
+/// position more. Without it a head's positions would start a multiple of
+/// 32 KB after the last head's, so that a position of every row and head
+/// fell in the same few sets of the CPU's caches, and the rollback's
+/// copies (one per row and head) evicted each other.
+pub fn capacity_for(needed: usize) -> usize {
+    needed.div_ceil(GROWTH) * GROWTH + 1
+}
+
 /// A layer's keys and values: contiguous `[physical rows, kv_heads,
 /// capacity, head_dim]` buffers of which the first `len` positions are
 /// live. Appending writes in place; the attention reads narrowed views, so
@@ -105,21 +114,29 @@ struct CopyRowToAll {
 }
 
 impl CopyRowToAll {
-    fn copy<T: Copy>(&self, values: &mut [T], layout: &candle_core::Layout) {
+    fn copy<T: Copy + Send + Sync>(&self, values: &mut [T], layout: &candle_core::Layout) {
         let (rows, heads, capacity, d) = layout
             .shape()
             .dims4()
             .expect("KV buffers are [rows, heads, capacity, head_dim]");
+        let row_len = heads * capacity * d;
         let start = layout.start_offset();
-        let offset =
-            |row: usize, head: usize| start + ((row * heads + head) * capacity + self.from) * d;
-        let width = (self.to - self.from) * d;
-        for row in (0..rows).filter(|&r| r != self.source) {
-            for head in 0..heads {
-                let at = offset(self.source, head);
-                values.copy_within(at..at + width, offset(row, head));
-            }
-        }
+        let buffer = &mut values[start..start + rows * row_len];
+        let (before, rest) = buffer.split_at_mut(self.source * row_len);
+        let (source, after) = rest.split_at_mut(row_len);
+        let source = &*source;
+        let (from, width) = (self.from * d, (self.to - self.from) * d);
+        // The rows side by side: each copy waits on memory, and two
+        // threads keep twice as many on the way.
+        before
+            .par_chunks_mut(row_len)
+            .chain(after.par_chunks_mut(row_len))
+            .for_each(|row| {
+                for head in 0..heads {
+                    let at = head * capacity * d + from;
+                    row[at..at + width].copy_from_slice(&source[at..at + width]);
+                }
+            });
     }
 }
 
@@ -206,7 +223,7 @@ impl KvCache {
             Some(old) => {
                 // Every physical row moves: rows outside the logical ones
                 // still hold the shared prefix a later 1 → K copy relies on.
-                let capacity = needed.div_ceil(GROWTH) * GROWTH;
+                let capacity = capacity_for(needed);
                 let fresh = Buffers::zeros(&k, old.physical_rows()?, capacity)?;
                 if self.len > 0 {
                     for (new, old) in [(&fresh.k, &old.k), (&fresh.v, &old.v)] {
@@ -217,7 +234,7 @@ impl KvCache {
             }
             None => {
                 self.start = 0;
-                Buffers::zeros(&k, rows, needed.div_ceil(GROWTH) * GROWTH)?
+                Buffers::zeros(&k, rows, capacity_for(needed))?
             }
         };
         if self.start + rows > buffers.physical_rows()? {
