@@ -1355,6 +1355,56 @@ mod tests {
     }
 
     #[test]
+    fn keys_between_two_bounds_are_kept_in_order_by_vector_and_scalar_code() {
+        for (len, seed) in [(0, 41), (7, 42), (8, 43), (1037, 44)] {
+            let keys = keys(len, seed);
+            for (lo, hi) in [(0.0, 2.0), (0.5, 1.25), (1.0, 1.0), (0.25, 0.5)] {
+                let expected: Vec<f32> = keys
+                    .iter()
+                    .copied()
+                    .filter(|&k| k >= lo && k < hi)
+                    .collect();
+                let mut out = vec![0f32; len + 8];
+                let count = compact_between(&keys, lo, hi, &mut out);
+                assert_eq!(&out[..count], &expected[..], "len {len}, [{lo}, {hi})");
+                let mut out = vec![0f32; len + 8];
+                let count = between_scalar(&keys, lo, hi, &mut out, 0, 0);
+                assert_eq!(&out[..count], &expected[..], "len {len}, [{lo}, {hi})");
+            }
+        }
+    }
+
+    #[test]
+    fn the_crossing_estimate_is_where_the_mass_from_the_top_reaches_the_target() {
+        // Estimates spread over four decades, as at a hot temperature.
+        let mut rng = crate::rng::SpecRng::derive(45, &[]);
+        let guesses: Vec<f32> = (0..15_000)
+            .map(|_| 10f64.powf(-4.0 * rng.uniform()) as f32)
+            .collect();
+        let mass = |g: f32| -> f64 {
+            guesses
+                .iter()
+                .filter(|&&x| x >= g)
+                .map(|&x| f64::from(x))
+                .sum()
+        };
+        let total = mass(0.0);
+        let mut narrowed = Vec::new();
+        for share in [0.05, 0.5, 0.9, 0.95, 0.999] {
+            let target = share * total;
+            let g = crossing_estimate(&guesses, target, 1e-5, &mut narrowed);
+            // The mass at or above g holds the target; a step of the
+            // bisection's ratio higher, it does not (up to the sums'
+            // rounding).
+            assert!(mass(g) >= target * (1.0 - 1e-9), "share {share}");
+            assert!(
+                mass(g * BISECTION_RATIO) < target * (1.0 + 1e-9),
+                "share {share}"
+            );
+        }
+    }
+
+    #[test]
     fn near_tokens_are_packed_and_summed_alike_by_vector_and_scalar_code() {
         for len in [0, 7, 8, 1037] {
             let guesses: Vec<f32> = keys(len, 11).iter().map(|k| k * 0.1).collect();
