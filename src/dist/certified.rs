@@ -285,9 +285,7 @@ fn keep_through(ids: &[u32], exact: &[f64], cut: &Cut) -> (Vec<u32>, Vec<f64>, f
     let (id_slots, weight_slots) = (kept.spare_capacity_mut(), weights.spare_capacity_mut());
     let start = Kept { end: 0, sum: -0.0 };
     #[cfg(target_arch = "x86_64")]
-    let done = if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("popcnt")
-    {
+    let done = if avx2::can_pack() {
         // SAFETY: the CPU has the features; the slots are 4 more than the
         // tokens.
         unsafe { avx2::keep_through(ids, exact, cut, id_slots, weight_slots) }
@@ -491,9 +489,7 @@ fn compact_between(keys: &[f32], lo: f32, hi: f32, out: &mut [f32]) -> usize {
     assert!(out.len() >= keys.len() + 8);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
-        {
+        if avx2::can_pack() {
             // SAFETY: the CPU has the features, and the length was checked.
             return unsafe { avx2::compact_between(keys, lo, hi, out) };
         }
@@ -585,9 +581,7 @@ fn near_tokens(
     assert!(out.ids.len() >= guesses.len() + 8 && out.values.len() >= guesses.len() + 8);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
-        {
+        if avx2::can_pack() {
             // SAFETY: the CPU has the features, and the lengths were checked.
             return unsafe { avx2::near_tokens(guesses, ids, logits, near, out) };
         }
@@ -673,9 +667,7 @@ fn compact_at_least(
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
-        {
+        if avx2::can_pack() {
             // SAFETY: the CPU has the features, and the lengths were checked.
             return unsafe { avx2::compact_at_least(keys, threshold, ids, values, out) };
         }
@@ -864,6 +856,13 @@ mod avx2 {
         compact_scalar, divide_scalar, estimate_scalar, keep_scalar, kept_by, near_sums_portable,
         polynomial,
     };
+
+    /// Whether this CPU runs the packing functions here (those that move
+    /// the lanes a mask picks to the front): AVX2, and `popcnt` to count
+    /// them.
+    pub(super) fn can_pack() -> bool {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+    }
 
     /// Per 8-bit mask, the positions of its set bits, packed to the front.
     static PACKED: [[u32; 8]; 256] = packed_positions(8, 1);
@@ -1152,6 +1151,10 @@ mod avx2 {
         divide_scalar(&mut values[quads * 4..], by, _mm_cvtsd_f64(sum))
     }
 
+    /// [`super::estimate_into`] on 16 logits per step: two independent
+    /// vectors of 8, so that their polynomials overlap. The same
+    /// operations as [`super::estimate_one`], so each estimate is the
+    /// same; `Σ ŵ` is summed in f64 lanes, `Σ ŵ |y|` in f32 lanes.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn estimate(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
         let store = !out.is_empty();

@@ -105,8 +105,9 @@ fn copy_row_to_all_by_tensors(
 }
 
 /// [`Buffers::copy_row_to_all`] on a contiguous CPU buffer `[rows, heads,
-/// capacity, head_dim]`: for every other row and head, one `copy_within`
-/// of the source's `(to − from) · head_dim` values.
+/// capacity, head_dim]`: for every other row and head, one copy of the
+/// source's `(to − from) · head_dim` values, the rows split among the
+/// threads.
 struct CopyRowToAll {
     source: usize,
     from: usize,
