@@ -12,6 +12,7 @@
 
 pub mod block;
 pub mod closed_forms;
+mod draft_law;
 pub mod exact;
 pub mod race;
 mod round;

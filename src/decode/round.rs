@@ -8,6 +8,7 @@
 //! ([`super::walk`], [`super::race`], [`super::block`]) differ only in how
 //! they draft and how they pick each token.
 
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -155,7 +156,19 @@ pub(crate) fn draft_call<T>(
     feed: &[&[u32]],
     read: impl FnOnce(&Logits) -> Result<T>,
 ) -> Result<T> {
-    let logits = draft.forward(feed, Positions::Last)?;
+    draft_call_kept(out, draft, feed, |logits| read(logits))
+}
+
+/// [`draft_call`] whose reader may keep the logits (a law built later
+/// reads them). The rows it reads later are counted only if it fetched
+/// them here.
+pub(crate) fn draft_call_kept<T>(
+    out: &mut Generation,
+    draft: &mut dyn CausalLm,
+    feed: &[&[u32]],
+    read: impl FnOnce(&Rc<Logits>) -> Result<T>,
+) -> Result<T> {
+    let logits = Rc::new(draft.forward(feed, Positions::Last)?);
     out.draft_calls += 1;
     let value = read(&logits)?;
     out.rows_moved += logits.rows_moved();

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use anyhow::Result;
 
 use super::round::Session;
-use super::walk::Walker;
+use super::walk::{Laws, Walker};
 use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, process};
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
@@ -30,13 +30,14 @@ pub fn generate(
     let mut session = Session::start(target, draft, prompt, config)?;
     let mut done = false;
     while !done {
-        let rows = walker.draft(draft, &mut session, rng)?;
+        let rows = walker.draft(draft, &mut session, rng, Laws::WithTokens)?;
         let scores = session.score(target, &rows.tokens)?;
+        let laws = rows.built_laws()?;
         // The target's law at every node, read once from its first row.
         let tree = DraftTree::build(
             mode,
             &rows.tokens,
-            |r, t| rows.laws[r][t].clone(),
+            |r, t| laws[r][t].clone(),
             |r, t| {
                 Ok::<_, anyhow::Error>(Rc::new(process(
                     &config.target,

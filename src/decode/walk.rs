@@ -8,7 +8,8 @@ use std::rc::Rc;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 
-use super::round::{Descent, Session, draft_call};
+use super::draft_law::DraftLaw;
+use super::round::{Descent, Session, draft_call_kept};
 use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, drafts_of, process};
 use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
@@ -46,7 +47,7 @@ impl<'a> Walker<'a> {
         let mut session = Session::start(target, draft, prompt, self.config)?;
         let mut done = false;
         while !done {
-            let rows = self.draft(draft, &mut session, rng)?;
+            let rows = self.draft(draft, &mut session, rng, Laws::WhenRead)?;
             let scores = session.score(target, &rows.tokens)?;
             let descent = self.walk(&scores, &rows, &mut session, rng)?;
             session.moved(&scores);
@@ -60,12 +61,14 @@ impl<'a> Walker<'a> {
 
     /// Drafting: the shared context once, the scheme's draft law for the
     /// first tokens (it may couple them), then every row on its own, one
-    /// batched call per position.
+    /// batched call per position. The first laws are built; the others
+    /// as `laws` says.
     pub(crate) fn draft(
         &self,
         draft: &mut dyn CausalLm,
         session: &mut Session,
         rng: &mut SpecRng,
+        laws: Laws,
     ) -> Result<DraftRows> {
         let processing = &self.config.drafts[..self.k];
         let firsts =
@@ -77,55 +80,92 @@ impl<'a> Walker<'a> {
             tokens: tuple.iter().map(|&x| vec![x]).collect(),
             laws: firsts[..tuple.len()]
                 .iter()
-                .map(|q| vec![q.clone()])
+                .map(|q| vec![Rc::new(DraftLaw::Built(q.clone()))])
                 .collect(),
         };
         // One cache row per draft, each holding the shared context.
         draft.select_rows(&vec![0; tuple.len()])?;
         for _ in 1..self.config.draft_len {
-            self.extend(&mut rows, draft, &mut session.out, rng)?;
+            self.extend(&mut rows, draft, &mut session.out, rng, laws)?;
         }
         Ok(rows)
     }
 
-    /// One more token on every row, each from its own draft law.
+    /// One more token on every row, each from its own draft law, drawn in
+    /// row order. Rows with the same prefix and processing (twins) share
+    /// one law, computed or drawn from once.
     fn extend(
         &self,
         rows: &mut DraftRows,
         draft: &mut dyn CausalLm,
         out: &mut Generation,
         rng: &mut SpecRng,
+        laws: Laws,
     ) -> Result<()> {
         let drafts = &self.config.drafts;
         let tokens = &rows.tokens;
         let t = tokens[0].len();
         let feed: Vec<&[u32]> = tokens.iter().map(|row| &row[t - 1..t]).collect();
-        let step = draft_call(out, draft, &feed, |logits| {
+        let step = draft_call_kept(out, draft, &feed, |logits| {
             // Same prefix, same processing: the same law, computed once.
-            let twins: Vec<Option<usize>> = (0..tokens.len())
-                .map(|r| {
-                    (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r])
-                })
-                .collect();
+            let twin_of = |r: usize| {
+                (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r])
+            };
+            let twins: Vec<Option<usize>> = (0..tokens.len()).map(twin_of).collect();
+            // One uniform per row, in row order, as the rows are drawn.
+            let uniforms: Vec<f64> = twins.iter().map(|_| rng.uniform()).collect();
             let mut fetched = Vec::new();
             for (r, twin) in twins.iter().enumerate() {
                 if twin.is_none() {
-                    fetched.push((r, logits.at(r, 0)?));
+                    let shared: Vec<f64> = (r..tokens.len())
+                        .filter(|&s| s == r || twins[s] == Some(r))
+                        .map(|s| uniforms[s])
+                        .collect();
+                    fetched.push((r, logits.at(r, 0)?, shared));
                 }
             }
-            // The rows' laws side by side; the draws stay in row order.
-            let mut laws = fetched
+            // The rows' laws side by side: built, or drawn from without
+            // being built where the walk may never read them.
+            let drawn = fetched
                 .par_iter()
-                .map(|&(r, row)| process(&drafts[r], row, "draft"))
-                .collect::<Result<Vec<Dist>>>()?
-                .into_iter();
-            let mut step: Vec<(u32, Rc<Dist>)> = Vec::with_capacity(tokens.len());
-            for twin in twins {
-                let q = match twin {
-                    Some(s) => step[s].1.clone(),
-                    None => Rc::new(laws.next().expect("one law per row without a twin")),
+                .map(|(r, row, shared)| {
+                    let processing = &drafts[*r];
+                    match laws {
+                        Laws::WithTokens => {
+                            let law = process(processing, row, "draft")?;
+                            let tokens = shared.iter().map(|&u| law.sample(u)).collect();
+                            Ok((tokens, Some(law)))
+                        }
+                        Laws::WhenRead => processing
+                            .draw(row, shared)
+                            .map_err(|e| anyhow::anyhow!("draft model: {e}")),
+                    }
+                })
+                .collect::<Result<Vec<(Vec<u32>, Option<Dist>)>>>()?;
+            let mut step: Vec<(u32, Rc<DraftLaw>)> = Vec::with_capacity(tokens.len());
+            let mut next_of: Vec<std::vec::IntoIter<u32>> = Vec::with_capacity(drawn.len());
+            let mut law_of = Vec::with_capacity(drawn.len());
+            for ((r, _, _), (tokens, law)) in fetched.iter().zip(drawn) {
+                next_of.push(tokens.into_iter());
+                law_of.push(Rc::new(match law {
+                    Some(law) => DraftLaw::Built(Rc::new(law)),
+                    None => DraftLaw::deferred(logits.clone(), *r, drafts[*r]),
+                }));
+            }
+            // Which fetched law each row draws from.
+            let mut slot_of = vec![0; tokens.len()];
+            let mut slots = 0;
+            for (r, twin) in twins.iter().enumerate() {
+                slot_of[r] = match twin {
+                    Some(s) => slot_of[*s],
+                    None => {
+                        slots += 1;
+                        slots - 1
+                    }
                 };
-                step.push((q.sample(rng.uniform()), q));
+                let slot = slot_of[r];
+                let x = next_of[slot].next().expect("one token per row drawn");
+                step.push((x, law_of[slot].clone()));
             }
             Ok(step)
         })?;
@@ -176,8 +216,8 @@ impl<'a> Walker<'a> {
         let laws: Vec<&Dist> = descent
             .valid
             .iter()
-            .map(|&r| rows.laws[r][t].as_ref())
-            .collect();
+            .map(|&r| rows.laws[r][t].get().map(|law| law.as_ref()))
+            .collect::<Result<_>>()?;
         let drafts = drafts_of(&laws, self.identical);
         let inputs: Vec<u32> = descent.valid.iter().map(|&r| rows.tokens[r][t]).collect();
         let scheme = self.scheme;
@@ -209,7 +249,26 @@ impl<'a> Walker<'a> {
 /// one law, computed once.
 pub(crate) struct DraftRows {
     pub tokens: Vec<Vec<u32>>,
-    pub laws: Vec<Vec<Rc<Dist>>>,
+    pub laws: Vec<Vec<Rc<DraftLaw>>>,
+}
+
+impl DraftRows {
+    /// Every law, built where it was not yet.
+    pub fn built_laws(&self) -> Result<Vec<Vec<Rc<Dist>>>> {
+        self.laws
+            .iter()
+            .map(|row| row.iter().map(|law| law.get().cloned()).collect())
+            .collect()
+    }
+}
+
+/// When a drafted token's law is built.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Laws {
+    /// With its token: for a reader of every law (traversal's tree).
+    WithTokens,
+    /// When read: a walk reads at most one per depth it reaches.
+    WhenRead,
 }
 
 /// The drafts that continue after the output `y`: every valid draft whose

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
+use super::certified::Drawn;
 use super::pool::Scratch;
 use super::{Dist, certified, weights};
 
@@ -65,14 +66,49 @@ impl Processing {
             return Err("no logits: the vocabulary is empty".into());
         }
         let max = max_logit(logits)?;
-        // Top-p alone: certified from estimates where it can be (the same
-        // law bit for bit; see `certified`), the full computation otherwise.
+        Ok(self.law(logits, max))
+    }
+
+    /// One token per uniform, each the token `apply(logits)?.sample(u)`
+    /// gives, and the law when it had to be built for them.
+    ///
+    /// Top-p alone draws from the estimates where each draw can be
+    /// certified (`certified::draw`): the law's ~6,000 exact weights at a
+    /// hot temperature are not needed for one draw. Otherwise, or when a
+    /// draw cannot be certified, the law is built and sampled.
+    pub fn draw<T: Copy + Into<f64> + Sync + 'static>(
+        &self,
+        logits: &[T],
+        uniforms: &[f64],
+    ) -> Result<(Vec<u32>, Option<Dist>), String> {
+        self.validate()?;
+        if logits.is_empty() {
+            return Err("no logits: the vocabulary is empty".into());
+        }
+        let max = max_logit(logits)?;
+        let law = if self.nucleus_only(logits.len()) {
+            match certified::top_p_draws(logits, max, self.temperature, self.top_p, uniforms) {
+                Drawn::Tokens(tokens) => return Ok((tokens, None)),
+                Drawn::Law(law) => law,
+                Drawn::Full => self.full(logits, max),
+            }
+        } else {
+            self.full(logits, max)
+        };
+        let tokens = uniforms.iter().map(|&u| law.sample(u)).collect();
+        Ok((tokens, Some(law)))
+    }
+
+    /// The law of logits whose largest is `max`. Top-p alone: certified
+    /// from estimates where it can be (the same law bit for bit; see
+    /// `certified`), the full computation otherwise.
+    fn law<T: Copy + Into<f64> + Sync + 'static>(&self, logits: &[T], max: f64) -> Dist {
         if self.nucleus_only(logits.len())
             && let Some(law) = certified::top_p(logits, max, self.temperature, self.top_p)
         {
-            return Ok(law);
+            return law;
         }
-        Ok(self.full(logits, max))
+        self.full(logits, max)
     }
 
     fn nucleus_only(&self, vocab: usize) -> bool {
@@ -522,6 +558,76 @@ mod tests {
         assert!(
             certified_count * 2 > total,
             "{certified_count} of {total} certified"
+        );
+    }
+
+    /// Uniforms for draws: a grid, both ends, and each side of a spread of
+    /// the law's own cumulative boundaries, where only rounding decides.
+    fn uniforms_around(law: &Dist) -> Vec<f64> {
+        let mut us: Vec<f64> = (0..16).map(|i| (f64::from(i) + 0.5) / 16.0).collect();
+        us.extend([0.0, 1.0 - f64::EPSILON / 2.0]);
+        let probs = law.support_probs();
+        let step = (probs.len() / 12).max(1);
+        let mut running = 0.0;
+        for (j, &q) in probs.iter().enumerate() {
+            running += q;
+            if j % step == 0 && j + 1 < probs.len() {
+                let b = running / law.mass();
+                us.extend([b, b.next_up(), b.next_down()]);
+            }
+        }
+        us
+    }
+
+    #[test]
+    fn draws_are_the_full_laws_draws_or_build_it() {
+        // (draws, draws certified without the law) at V = 50,272, T ≥ 2,
+        // off the boundaries.
+        let (mut hot, mut hot_drawn) = (0, 0);
+        for (v, seed) in [(50_272, 11), (5_003, 12)] {
+            for (shape, logits) in laws(v, seed).iter().enumerate() {
+                for temperature in [1.0, 2.4, 4.0] {
+                    for top_p in [0.9, 0.95, 0.999] {
+                        let what = format!("V {v} shape {shape} T {temperature} p {top_p}");
+                        let proc = Processing {
+                            temperature,
+                            top_k: None,
+                            top_p,
+                        };
+                        let max = max_logit(logits).unwrap();
+                        let full = proc.full(logits, max);
+                        let us = uniforms_around(&full);
+                        for (i, &u) in us.iter().enumerate() {
+                            let drawn =
+                                certified::top_p_draws(logits, max, temperature, top_p, &[u]);
+                            // The grid's draws (the others sit on boundaries).
+                            if v == 50_272 && temperature >= 2.0 && i < 16 {
+                                hot += 1;
+                                hot_drawn += usize::from(matches!(drawn, Drawn::Tokens(_)));
+                            }
+                            match drawn {
+                                Drawn::Tokens(t) => assert_eq!(t, [full.sample(u)], "{what} u {u}"),
+                                Drawn::Law(law) => assert_same(&law, &full, &what),
+                                Drawn::Full => {}
+                            }
+                        }
+                        // All at once, through `draw`, as the walk draws.
+                        let (tokens, law) = proc.draw(logits, &us).unwrap();
+                        let expected: Vec<u32> = us.iter().map(|&u| full.sample(u)).collect();
+                        assert_eq!(tokens, expected, "{what}");
+                        if let Some(law) = law {
+                            assert_same(&law, &full, &what);
+                        }
+                    }
+                }
+            }
+        }
+        // The draws must be certified most of the time where they are
+        // meant to be (hot laws, large nuclei), not only left to the law.
+        eprintln!("{hot_drawn} of {hot} hot draws certified");
+        assert!(
+            hot_drawn * 2 > hot,
+            "{hot_drawn} of {hot} hot draws certified"
         );
     }
 

@@ -48,8 +48,12 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 
+mod draw;
+
 use super::processing::descending;
 use super::{Dist, weights};
+
+pub(super) use draw::{Drawn, top_p_draws};
 
 /// The error of an estimate against the full path's weight `w`:
 /// `|ŵ − w| ≤ ŵ (C1 |y| + C2)` above [`CUTOFF`] (within `ALPHA` below it;
@@ -138,6 +142,12 @@ struct Workspace {
     exact: Vec<f64>,
     /// The sorted edge of the cut: (exact weight, id).
     edge: Vec<(f64, u32)>,
+    /// Draws ([`draw`]): the near tokens' estimates, the edge's positions
+    /// among them and logits, and the tokens that may be kept.
+    near_guesses: Vec<f32>,
+    edge_at: Vec<usize>,
+    edge_logits: Vec<f32>,
+    maybe: Vec<(usize, f32)>,
 }
 
 thread_local! {
@@ -162,14 +172,25 @@ fn slots<T: Copy + Default>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut buffer[..len]
 }
 
-/// Steps 1 to 5 of this module's description, in `ws`'s buffers.
-fn certify(
-    ws: &mut Workspace,
-    logits: &[f32],
-    max: f64,
-    temperature: f64,
-    top_p: f64,
-) -> Option<Dist> {
+/// Where steps 1 and 2 put a law's cut, from estimates alone. The
+/// candidates are the first `m` entries of the workspace's `ids`,
+/// `logits` and `guesses`.
+struct Located {
+    n: usize,
+    m: usize,
+    max_f32: f32,
+    inv_t: f32,
+    /// Every token's estimate, summed, and its bound.
+    total: Estimate,
+    /// The candidates are the logits at or above this.
+    threshold: f32,
+    /// The estimate where the cut probably falls (within 0.1 %).
+    likely: f32,
+}
+
+/// Steps 1 and 2, and the bisection of step 3: the estimated total, the
+/// candidates with their estimates, and where the cut probably falls.
+fn locate(ws: &mut Workspace, logits: &[f32], max: f64, temperature: f64, top_p: f64) -> Located {
     let n = logits.len();
     // Exact: the largest logit is one of the f32 logits.
     let max_f32 = max as f32;
@@ -191,38 +212,96 @@ fn certify(
     let floor_weight = (1.0 - top_p) * total_estimate / n as f64 * (1.0 - 1e-6);
     let threshold = next_down_f32((max + temperature * floor_weight.ln()) as f32);
     let m = candidates(logits, threshold, ws);
-    let (ids, candidate_logits) = (&ws.ids[..m], &ws.logits[..m]);
     let guesses = slots(&mut ws.guesses, m);
-    estimate_into(candidate_logits, max_f32, inv_t, guesses);
+    estimate_into(&ws.logits[..m], max_f32, inv_t, guesses);
 
-    // 3. Where the cut probably falls, from the estimates alone; then the
-    // exact weights of the tokens at or above a hair below it (the
-    // nucleus and its edge), the surely-kept ones summed and the edge
-    // sorted, as the full path would order them.
-    let target_estimate = top_p * total_estimate;
+    // 3. Where the cut probably falls, from the estimates alone.
     let likely = crossing_estimate(
         guesses,
-        target_estimate,
+        top_p * total_estimate,
         (floor_weight * 0.5) as f32,
         &mut ws.narrowed,
     );
-    // The edge: 0.2 % either side (see `EDGE_BELOW`).
-    let floor = likely * EDGE_BELOW;
-    let near = Near {
-        floor,
-        max: max_f32,
+    Located {
+        n,
+        m,
+        max_f32,
         inv_t,
+        total,
+        threshold,
+        likely,
+    }
+}
+
+/// Steps 1 to 5 of this module's description, in `ws`'s buffers.
+fn certify(
+    ws: &mut Workspace,
+    logits: &[f32],
+    max: f64,
+    temperature: f64,
+    top_p: f64,
+) -> Option<Dist> {
+    let at = locate(ws, logits, max, temperature, top_p);
+    let near = near_of(ws, &at);
+    law_from(ws, &at, near, max, temperature, top_p)
+}
+
+/// The near tokens: how many (packed to the front of the workspace's
+/// `near_ids` and `near_logits`), and their estimates' sums.
+#[derive(Clone, Copy)]
+struct NearSet {
+    count: usize,
+    estimate: Estimate,
+}
+
+/// The first half of step 3: the tokens at or above a hair below the
+/// likely crossing (the nucleus and its edge). The edge: 0.2 % either
+/// side (see `EDGE_BELOW`).
+fn near_of(ws: &mut Workspace, at: &Located) -> NearSet {
+    let m = at.m;
+    let near = Near {
+        floor: at.likely * EDGE_BELOW,
+        max: at.max_f32,
+        inv_t: at.inv_t,
     };
-    let (count, near_estimate) = near_tokens(
-        guesses,
-        ids,
-        candidate_logits,
+    let (count, estimate) = near_tokens(
+        &ws.guesses[..m],
+        &ws.ids[..m],
+        &ws.logits[..m],
         near,
         Packed {
             ids: slots(&mut ws.near_ids, m + 8),
             values: slots(&mut ws.near_logits, m + 8),
         },
     );
+    NearSet { count, estimate }
+}
+
+/// Steps 3 to 5 from the near tokens: their exact weights, the surely-kept
+/// ones summed and the edge sorted as the full path would order them; the
+/// certificate; the law.
+fn law_from(
+    ws: &mut Workspace,
+    at: &Located,
+    near: NearSet,
+    max: f64,
+    temperature: f64,
+    top_p: f64,
+) -> Option<Dist> {
+    let &Located {
+        n,
+        m,
+        total,
+        threshold,
+        likely,
+        ..
+    } = at;
+    let total_estimate = total.sum;
+    let floor = likely * EDGE_BELOW;
+    let NearSet {
+        count,
+        estimate: near_estimate,
+    } = near;
     let near_ids = &ws.near_ids[..count];
     let exact = slots(&mut ws.exact, count);
     // Their total comes with them: `chunked_sum` would add the same weights
@@ -231,11 +310,7 @@ fn certify(
         weights::exp_weights_into(&ws.near_logits[..count], max, temperature, exact, |_| ());
     let exact = &*exact;
     let tail_estimate = total_estimate - near_estimate.sum;
-    // The other tokens' estimates are within this of their weights: the
-    // bound over all tokens less the near ones', each summed within 1e-3
-    // (f32 lanes of at most n/8 terms: n · 2⁻²⁷ of their total).
-    let tail_error = (1.001 * total.bound() - 0.999 * near_estimate.bound()).max(0.0) * 1.0001
-        + n as f64 * ALPHA;
+    let tail_error = tail_error(total, near_estimate, n);
     let target = top_p * (near_mass + tail_estimate.max(0.0));
     let cut = cut_near(
         near_ids,
@@ -268,6 +343,14 @@ fn certify(
     let (kept, mut kept_weights, sum) = keep_through(near_ids, exact, &cut);
     let mass = divide_all(&mut kept_weights, sum);
     Some(Dist::sparse_with_mass(n, kept, kept_weights, mass))
+}
+
+/// How far the estimates of the tokens that are not near (the tail) may
+/// be from their weights: the bound over all `n` tokens less the near
+/// ones', each summed within 1e-3 (f32 lanes of at most n/8 terms:
+/// n · 2⁻²⁷ of their total).
+fn tail_error(total: Estimate, near: Estimate, n: usize) -> f64 {
+    (1.001 * total.bound() - 0.999 * near.bound()).max(0.0) * 1.0001 + n as f64 * ALPHA
 }
 
 /// The near tokens kept: before the crossing token in (weight desc, id
