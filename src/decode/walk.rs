@@ -328,6 +328,68 @@ fn node_pstar(p: &Dist, drafts: &Drafts) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::synthetic::Role;
+    use crate::model::{HistoryLm, SyntheticConfig, SyntheticLm};
+    use crate::select::registry;
+
+    /// Drafting with laws built when read gives the same tokens, and the
+    /// same laws when read, as drafting with every law built; at a hot
+    /// draft temperature some laws are left to be read.
+    #[test]
+    fn laws_built_when_read_are_the_laws_built_with_their_tokens() {
+        let processing = |temperature| Processing {
+            temperature,
+            top_k: None,
+            top_p: 0.95,
+        };
+        let config = DecodeConfig {
+            draft_len: 4,
+            max_new_tokens: 16,
+            target: processing(1.0),
+            drafts: vec![processing(2.4); 4],
+            log_nodes: false,
+            rank_calibration: Default::default(),
+        };
+        let scheme = registry::build("specinfer").unwrap();
+        let walker = Walker::new(scheme.as_ref(), &config);
+        let model =
+            |role| HistoryLm::new(SyntheticLm::new(SyntheticConfig::default(), role).unwrap());
+        let draft_with = |laws: Laws| {
+            let (mut target, mut draft) = (model(Role::Target), model(Role::Draft));
+            let mut session =
+                Session::start(&mut target, &mut draft, &[2, 7, 11], &config).unwrap();
+            let mut rng = SpecRng::new(5);
+            walker
+                .draft(&mut draft, &mut session, &mut rng, laws)
+                .unwrap()
+        };
+        let (eager, lazy) = (draft_with(Laws::WithTokens), draft_with(Laws::WhenRead));
+        assert_eq!(eager.tokens, lazy.tokens);
+        let deferred = lazy
+            .laws
+            .iter()
+            .flatten()
+            .filter(|law| matches!(law.as_ref(), DraftLaw::Deferred { .. }))
+            .count();
+        assert!(deferred > 0, "no law was left to be read");
+        for (a, b) in eager
+            .built_laws()
+            .unwrap()
+            .iter()
+            .flatten()
+            .zip(lazy.built_laws().unwrap().iter().flatten())
+        {
+            assert_eq!(a.support(), b.support());
+            let bits = |d: &Dist| {
+                d.support_probs()
+                    .iter()
+                    .map(|p| p.to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(a), bits(b));
+            assert_eq!(a.mass().to_bits(), b.mass().to_bits());
+        }
+    }
 
     #[test]
     fn matching_drafts_continue_in_index_order() {
