@@ -43,6 +43,9 @@
 //! On the 2-core build machine it took a round's host work 16–54 % below
 //! the full path's (docs/benchmarks.md, "bench round", third pass; the
 //! fourth and fifth passes made the steps themselves cheaper).
+//!
+//! [`draw`] goes one step further for a law that only feeds a draw: the
+//! law's own draw from the estimates, without its exact weights.
 
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
