@@ -528,32 +528,75 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_certified_law_is_the_full_law_bit_for_bit_or_none() {
-        let mut certified_count = 0;
-        let mut total = 0;
-        for (v, seed) in [(50_272, 1), (5_003, 2), (257, 3), (31, 4)] {
+    /// One law of the grid: where it comes from (for messages), its logits,
+    /// processing and largest logit, and the full path's law.
+    struct GridLaw<'a> {
+        what: String,
+        v: usize,
+        logits: &'a [f32],
+        proc: Processing,
+        max: f64,
+        full: Dist,
+    }
+
+    /// `check` on every law of `laws(v, seed)` for each size and seed, at
+    /// each temperature and top-p.
+    fn for_each_law(
+        sizes: &[(usize, u64)],
+        temperatures: &[f64],
+        top_ps: &[f64],
+        mut check: impl FnMut(GridLaw),
+    ) {
+        for &(v, seed) in sizes {
             for (shape, logits) in laws(v, seed).iter().enumerate() {
-                for temperature in [0.6, 1.0, 1.2, 2.4] {
-                    for top_p in [0.3, 0.9, 0.95, 0.999] {
+                for &temperature in temperatures {
+                    for &top_p in top_ps {
                         let proc = Processing {
                             temperature,
                             top_k: None,
                             top_p,
                         };
                         let max = max_logit(logits).unwrap();
-                        let full = proc.full(logits, max);
-                        total += 1;
-                        if let Some(law) = certified::top_p(logits, max, temperature, top_p) {
-                            certified_count += 1;
-                            let what = format!("V {v} shape {shape} T {temperature} p {top_p}");
-                            assert_same(&law, &full, &what);
-                        }
-                        assert_same(&proc.apply(logits).unwrap(), &full, "apply");
+                        check(GridLaw {
+                            what: format!("V {v} shape {shape} T {temperature} p {top_p}"),
+                            v,
+                            logits,
+                            proc,
+                            max,
+                            full: proc.full(logits, max),
+                        });
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_certified_law_is_the_full_law_bit_for_bit_or_none() {
+        let mut certified_count = 0;
+        let mut total = 0;
+        let sizes = [(50_272, 1), (5_003, 2), (257, 3), (31, 4)];
+        for_each_law(
+            &sizes,
+            &[0.6, 1.0, 1.2, 2.4],
+            &[0.3, 0.9, 0.95, 0.999],
+            |law| {
+                let GridLaw {
+                    what,
+                    logits,
+                    proc,
+                    max,
+                    full,
+                    ..
+                } = law;
+                total += 1;
+                if let Some(law) = certified::top_p(logits, max, proc.temperature, proc.top_p) {
+                    certified_count += 1;
+                    assert_same(&law, &full, &what);
+                }
+                assert_same(&proc.apply(logits).unwrap(), &full, "apply");
+            },
+        );
         // The test must exercise the certified path, not only the fallback.
         assert!(
             certified_count * 2 > total,
@@ -584,44 +627,39 @@ mod tests {
         // (draws, draws certified without the law) at V = 50,272, T ≥ 2,
         // off the boundaries.
         let (mut hot, mut hot_drawn) = (0, 0);
-        for (v, seed) in [(50_272, 11), (5_003, 12)] {
-            for (shape, logits) in laws(v, seed).iter().enumerate() {
-                for temperature in [1.0, 2.4, 4.0] {
-                    for top_p in [0.9, 0.95, 0.999] {
-                        let what = format!("V {v} shape {shape} T {temperature} p {top_p}");
-                        let proc = Processing {
-                            temperature,
-                            top_k: None,
-                            top_p,
-                        };
-                        let max = max_logit(logits).unwrap();
-                        let full = proc.full(logits, max);
-                        let us = uniforms_around(&full);
-                        for (i, &u) in us.iter().enumerate() {
-                            let drawn =
-                                certified::top_p_draws(logits, max, temperature, top_p, &[u]);
-                            // The grid's draws (the others sit on boundaries).
-                            if v == 50_272 && temperature >= 2.0 && i < 16 {
-                                hot += 1;
-                                hot_drawn += usize::from(matches!(drawn, Drawn::Tokens(_)));
-                            }
-                            match drawn {
-                                Drawn::Tokens(t) => assert_eq!(t, [full.sample(u)], "{what} u {u}"),
-                                Drawn::Law(law) => assert_same(&law, &full, &what),
-                                Drawn::Full => {}
-                            }
-                        }
-                        // All at once, through `draw`, as the walk draws.
-                        let (tokens, law) = proc.draw(logits, &us).unwrap();
-                        let expected: Vec<u32> = us.iter().map(|&u| full.sample(u)).collect();
-                        assert_eq!(tokens, expected, "{what}");
-                        if let Some(law) = law {
-                            assert_same(&law, &full, &what);
-                        }
-                    }
+        let sizes = [(50_272, 11), (5_003, 12)];
+        for_each_law(&sizes, &[1.0, 2.4, 4.0], &[0.9, 0.95, 0.999], |law| {
+            let GridLaw {
+                what,
+                v,
+                logits,
+                proc,
+                max,
+                full,
+            } = law;
+            let us = uniforms_around(&full);
+            for (i, &u) in us.iter().enumerate() {
+                let (temperature, top_p) = (proc.temperature, proc.top_p);
+                let drawn = certified::top_p_draws(logits, max, temperature, top_p, &[u]);
+                // The grid's draws (the others sit on boundaries).
+                if v == 50_272 && temperature >= 2.0 && i < 16 {
+                    hot += 1;
+                    hot_drawn += usize::from(matches!(drawn, Drawn::Tokens(_)));
+                }
+                match drawn {
+                    Drawn::Tokens(t) => assert_eq!(t, [full.sample(u)], "{what} u {u}"),
+                    Drawn::Law(law) => assert_same(&law, &full, &what),
+                    Drawn::Full => {}
                 }
             }
-        }
+            // All at once, through `draw`, as the walk draws.
+            let (tokens, law) = proc.draw(logits, &us).unwrap();
+            let expected: Vec<u32> = us.iter().map(|&u| full.sample(u)).collect();
+            assert_eq!(tokens, expected, "{what}");
+            if let Some(law) = law {
+                assert_same(&law, &full, &what);
+            }
+        });
         // The draws must be certified most of the time where they are
         // meant to be (hot laws, large nuclei), not only left to the law.
         eprintln!("{hot_drawn} of {hot} hot draws certified");

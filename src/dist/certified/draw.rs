@@ -97,11 +97,11 @@ fn draws(
     let at = locate(ws, logits, max, temperature, top_p);
     let near = near_of(ws, &at);
     if near.count * DRAW_SHARE >= at.n
-        && let Some(tokens) = draw_from(ws, &at, near, max, temperature, top_p, uniforms)
+        && let Some(tokens) = draw_from(ws, &at, near, uniforms)
     {
         return Drawn::Tokens(tokens);
     }
-    match law_from(ws, &at, near, max, temperature, top_p) {
+    match law_from(ws, &at, near) {
         Some(law) => Drawn::Law(law),
         None => Drawn::Full,
     }
@@ -116,17 +116,16 @@ fn relative_bound(at: f64) -> f64 {
 
 /// Steps 1 and 2 of this module's description from the near tokens, or
 /// `None` when the cut or a draw cannot be certified.
-#[allow(clippy::too_many_arguments)]
 fn draw_from(
     ws: &mut Workspace,
     at: &Located,
     near: NearSet,
-    max: f64,
-    temperature: f64,
-    top_p: f64,
     uniforms: &[f64],
 ) -> Option<Vec<u32>> {
     let &Located {
+        max,
+        temperature,
+        top_p,
         n,
         m,
         max_f32,

@@ -179,6 +179,10 @@ fn slots<T: Copy + Default>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
 /// candidates are the first `m` entries of the workspace's `ids`,
 /// `logits` and `guesses`.
 struct Located {
+    /// The law's setting: the largest logit, the temperature and top-p.
+    max: f64,
+    temperature: f64,
+    top_p: f64,
     n: usize,
     m: usize,
     max_f32: f32,
@@ -226,6 +230,9 @@ fn locate(ws: &mut Workspace, logits: &[f32], max: f64, temperature: f64, top_p:
         &mut ws.narrowed,
     );
     Located {
+        max,
+        temperature,
+        top_p,
         n,
         m,
         max_f32,
@@ -246,7 +253,7 @@ fn certify(
 ) -> Option<Dist> {
     let at = locate(ws, logits, max, temperature, top_p);
     let near = near_of(ws, &at);
-    law_from(ws, &at, near, max, temperature, top_p)
+    law_from(ws, &at, near)
 }
 
 /// The near tokens: how many (packed to the front of the workspace's
@@ -283,15 +290,11 @@ fn near_of(ws: &mut Workspace, at: &Located) -> NearSet {
 /// Steps 3 to 5 from the near tokens: their exact weights, the surely-kept
 /// ones summed and the edge sorted as the full path would order them; the
 /// certificate; the law.
-fn law_from(
-    ws: &mut Workspace,
-    at: &Located,
-    near: NearSet,
-    max: f64,
-    temperature: f64,
-    top_p: f64,
-) -> Option<Dist> {
+fn law_from(ws: &mut Workspace, at: &Located, near: NearSet) -> Option<Dist> {
     let &Located {
+        max,
+        temperature,
+        top_p,
         n,
         m,
         total,
