@@ -92,7 +92,7 @@ impl<'a> Walker<'a> {
     }
 
     /// One more token on every row, each from its own draft law, drawn in
-    /// row order. Rows with the same prefix and processing (twins) share
+    /// row order. Rows with the same prefix and processing (a group) share
     /// one law, computed or drawn from once.
     fn extend(
         &self,
@@ -104,69 +104,55 @@ impl<'a> Walker<'a> {
     ) -> Result<()> {
         let drafts = &self.config.drafts;
         let tokens = &rows.tokens;
-        let t = tokens[0].len();
+        let (k, t) = (tokens.len(), tokens[0].len());
         let feed: Vec<&[u32]> = tokens.iter().map(|row| &row[t - 1..t]).collect();
         let step = draft_call_kept(out, draft, &feed, |logits| {
-            // Same prefix, same processing: the same law, computed once.
-            let twin_of = |r: usize| {
-                (0..r).find(|&s| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r])
-            };
-            let twins: Vec<Option<usize>> = (0..tokens.len()).map(twin_of).collect();
+            // Same prefix, same processing: the same law, computed once. A
+            // row's group is the first row like it.
+            let like =
+                |s: usize, r: usize| tokens[s][..t] == tokens[r][..t] && drafts[s] == drafts[r];
+            let group: Vec<usize> = (0..k)
+                .map(|r| (0..r).find(|&s| like(s, r)).unwrap_or(r))
+                .collect();
+            let firsts: Vec<usize> = (0..k).filter(|&r| group[r] == r).collect();
             // One uniform per row, in row order, as the rows are drawn.
-            let uniforms: Vec<f64> = twins.iter().map(|_| rng.uniform()).collect();
-            let mut fetched = Vec::new();
-            for (r, twin) in twins.iter().enumerate() {
-                if twin.is_none() {
-                    let shared: Vec<f64> = (r..tokens.len())
-                        .filter(|&s| s == r || twins[s] == Some(r))
+            let uniforms: Vec<f64> = (0..k).map(|_| rng.uniform()).collect();
+            let jobs = firsts
+                .iter()
+                .map(|&r| {
+                    let shared: Vec<f64> = (r..k)
+                        .filter(|&s| group[s] == r)
                         .map(|s| uniforms[s])
                         .collect();
-                    fetched.push((r, logits.at(r, 0)?, shared));
-                }
-            }
-            // The rows' laws side by side: built, or drawn from without
-            // being built where the walk may never read them.
-            let drawn = fetched
-                .par_iter()
-                .map(|(r, row, shared)| {
-                    let processing = &drafts[*r];
-                    match laws {
-                        Laws::WithTokens => {
-                            let law = process(processing, row, "draft")?;
-                            let tokens = shared.iter().map(|&u| law.sample(u)).collect();
-                            Ok((tokens, Some(law)))
-                        }
-                        Laws::WhenRead => processing
-                            .draw(row, shared)
-                            .map_err(|e| anyhow::anyhow!("draft model: {e}")),
-                    }
+                    Ok((r, logits.at(r, 0)?, shared))
                 })
-                .collect::<Result<Vec<(Vec<u32>, Option<Dist>)>>>()?;
-            let mut step: Vec<(u32, Rc<DraftLaw>)> = Vec::with_capacity(tokens.len());
-            let mut next_of: Vec<std::vec::IntoIter<u32>> = Vec::with_capacity(drawn.len());
-            let mut law_of = Vec::with_capacity(drawn.len());
-            for ((r, _, _), (tokens, law)) in fetched.iter().zip(drawn) {
-                next_of.push(tokens.into_iter());
-                law_of.push(Rc::new(match law {
-                    Some(law) => DraftLaw::Built(Rc::new(law)),
-                    None => DraftLaw::deferred(logits.clone(), *r, drafts[*r]),
-                }));
-            }
-            // Which fetched law each row draws from.
-            let mut slot_of = vec![0; tokens.len()];
-            let mut slots = 0;
-            for (r, twin) in twins.iter().enumerate() {
-                slot_of[r] = match twin {
-                    Some(s) => slot_of[*s],
-                    None => {
-                        slots += 1;
-                        slots - 1
-                    }
-                };
-                let slot = slot_of[r];
-                let x = next_of[slot].next().expect("one token per row drawn");
-                step.push((x, law_of[slot].clone()));
-            }
+                .collect::<Result<Vec<_>>>()?;
+            // The groups' laws side by side: built, or drawn from without
+            // being built where the walk may never read them.
+            let drawn = jobs
+                .par_iter()
+                .map(|(r, row, shared)| draw_row(&drafts[*r], row, shared, laws))
+                .collect::<Result<Vec<_>>>()?;
+            // Each group's tokens, in its rows' order, and its law.
+            let mut groups: Vec<(std::vec::IntoIter<u32>, Rc<DraftLaw>)> = jobs
+                .iter()
+                .zip(drawn)
+                .map(|(&(r, _, _), (tokens, law))| {
+                    let law = match law {
+                        Some(law) => DraftLaw::Built(Rc::new(law)),
+                        None => DraftLaw::deferred(logits.clone(), r, drafts[r]),
+                    };
+                    (tokens.into_iter(), Rc::new(law))
+                })
+                .collect();
+            let step: Vec<(u32, Rc<DraftLaw>)> = group
+                .iter()
+                .map(|first| {
+                    let (tokens, law) = &mut groups[firsts.partition_point(|r| r < first)];
+                    let x = tokens.next().expect("one token per row of the group");
+                    (x, law.clone())
+                })
+                .collect();
             Ok(step)
         })?;
         for (r, (x, q)) in step.into_iter().enumerate() {
@@ -271,6 +257,26 @@ pub(crate) enum Laws {
     WhenRead,
 }
 
+/// One group's tokens, one per uniform, from its law (`processing` of
+/// `row`), and the law when it was built.
+fn draw_row(
+    processing: &Processing,
+    row: &[f32],
+    uniforms: &[f64],
+    laws: Laws,
+) -> Result<(Vec<u32>, Option<Dist>)> {
+    match laws {
+        Laws::WithTokens => {
+            let law = process(processing, row, "draft")?;
+            let tokens = uniforms.iter().map(|&u| law.sample(u)).collect();
+            Ok((tokens, Some(law)))
+        }
+        Laws::WhenRead => processing
+            .draw(row, uniforms)
+            .map_err(|e| anyhow::anyhow!("draft model: {e}")),
+    }
+}
+
 /// The drafts that continue after the output `y`: every valid draft whose
 /// token at this depth equals `y`, in index order. Whether `y` came from an
 /// accept test or a residual does not matter; empty means `y` was a
@@ -333,8 +339,9 @@ mod tests {
     use crate::select::registry;
 
     /// Drafting with laws built when read gives the same tokens, and the
-    /// same laws when read, as drafting with every law built; at a hot
-    /// draft temperature some laws are left to be read.
+    /// same laws when read, as drafting with every law built. Two cold rows
+    /// share their laws (a group drawing two tokens from one law); the hot
+    /// ones leave some laws to be read.
     #[test]
     fn laws_built_when_read_are_the_laws_built_with_their_tokens() {
         let processing = |temperature| Processing {
@@ -346,7 +353,7 @@ mod tests {
             draft_len: 4,
             max_new_tokens: 16,
             target: processing(1.0),
-            drafts: vec![processing(2.4); 4],
+            drafts: [0.05, 0.05, 2.4, 2.4].map(processing).to_vec(),
             log_nodes: false,
             rank_calibration: Default::default(),
         };
@@ -365,6 +372,8 @@ mod tests {
         };
         let (eager, lazy) = (draft_with(Laws::WithTokens), draft_with(Laws::WhenRead));
         assert_eq!(eager.tokens, lazy.tokens);
+        let grouped = (1..4).any(|t| Rc::ptr_eq(&lazy.laws[0][t], &lazy.laws[1][t]));
+        assert!(grouped, "no group: {:?}", eager.tokens);
         let deferred = lazy
             .laws
             .iter()
