@@ -61,12 +61,21 @@ impl Processing {
         &self,
         logits: &[T],
     ) -> Result<Dist, String> {
+        let max = self.checked_max(logits)?;
+        Ok(self.law(logits, max))
+    }
+
+    /// The largest logit, once the settings and the logits are checked:
+    /// what `apply` and `draw` both start from.
+    fn checked_max<T: Copy + Into<f64> + Sync + 'static>(
+        &self,
+        logits: &[T],
+    ) -> Result<f64, String> {
         self.validate()?;
         if logits.is_empty() {
             return Err("no logits: the vocabulary is empty".into());
         }
-        let max = max_logit(logits)?;
-        Ok(self.law(logits, max))
+        max_logit(logits)
     }
 
     /// One token per uniform, each the token `apply(logits)?.sample(u)`
@@ -81,11 +90,7 @@ impl Processing {
         logits: &[T],
         uniforms: &[f64],
     ) -> Result<(Vec<u32>, Option<Dist>), String> {
-        self.validate()?;
-        if logits.is_empty() {
-            return Err("no logits: the vocabulary is empty".into());
-        }
-        let max = max_logit(logits)?;
+        let max = self.checked_max(logits)?;
         let law = if self.nucleus_only(logits.len()) {
             match certified::top_p_draws(logits, max, self.temperature, self.top_p, uniforms) {
                 Drawn::Tokens(tokens) => return Ok((tokens, None)),
