@@ -32,9 +32,9 @@
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use super::{
-    ALPHA, C1, C2, EDGE_ABOVE, EDGE_BELOW, Estimate, FALLBACKS, Located, NearSet, TEMPERATURES,
-    Workspace, estimate_into, law_from, locate, near_of, rounding_margin, slots, tail_error,
-    with_workspace,
+    ALPHA, C1, C2, EDGE_ABOVE, EDGE_BELOW, FALLBACKS, Located, Near, NearSet, TEMPERATURES,
+    Workspace, estimate_into, law_from, locate, near_of, near_sums_portable, rounding_margin,
+    slots, tail_error, with_workspace,
 };
 use crate::dist::Dist;
 use crate::dist::processing::descending;
@@ -160,24 +160,23 @@ fn draw_from(
             .map(|(i, _)| i),
     );
     let edge_logits = slots(&mut ws.edge_logits, ws.edge_at.len());
-    for (l, &i) in edge_logits.iter_mut().zip(&ws.edge_at) {
-        *l = near_logits[i];
+    let edge_guesses = slots(&mut ws.edge_guesses, ws.edge_at.len());
+    for ((l, g), &i) in edge_logits
+        .iter_mut()
+        .zip(&mut *edge_guesses)
+        .zip(&ws.edge_at)
+    {
+        (*l, *g) = (near_logits[i], kept[i]);
     }
     let exact = slots(&mut ws.exact, ws.edge_at.len());
     let (edge_mass, _) = weights::exp_weights_into(&*edge_logits, max, temperature, exact, |_| ());
-    let edge_estimate = ws
-        .edge_at
-        .iter()
-        .map(|&i| {
-            let g = f64::from(kept[i]);
-            // The estimate's own argument (the same f32 operations).
-            let y = f64::from((near_logits[i] - max_f32) * inv_t);
-            Estimate {
-                sum: g,
-                spread: -g * y,
-            }
-        })
-        .fold(Estimate::default(), Estimate::add);
+    // Summed as the near tokens' sums were (every edge token is near).
+    let near = Near {
+        floor,
+        max: max_f32,
+        inv_t,
+    };
+    let edge_estimate = near_sums_portable(edge_guesses, edge_logits, near);
 
     // The tokens above the edge: their estimates' total, within
     // `above_error` of their weights' (their bound, and the sums'

@@ -146,10 +146,11 @@ struct Workspace {
     /// The sorted edge of the cut: (exact weight, id).
     edge: Vec<(f64, u32)>,
     /// Draws ([`draw`]): the near tokens' estimates, the edge's positions
-    /// among them and logits, and the tokens that may be kept.
+    /// among them, logits and estimates, and the tokens that may be kept.
     near_guesses: Vec<f32>,
     edge_at: Vec<usize>,
     edge_logits: Vec<f32>,
+    edge_guesses: Vec<f32>,
     maybe: Vec<(usize, f32)>,
 }
 
