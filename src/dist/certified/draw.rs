@@ -33,8 +33,8 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 
 use super::{
     ALPHA, C1, C2, EDGE_ABOVE, EDGE_BELOW, FALLBACKS, Located, Near, NearSet, TEMPERATURES,
-    Workspace, estimate_into, law_from, locate, near_of, near_sums_portable, rounding_margin,
-    slots, tail_error, with_workspace,
+    Workspace, law_from, locate, near_of, near_sums_portable, rounding_margin, slots, tail_error,
+    with_workspace,
 };
 use crate::dist::Dist;
 use crate::dist::processing::descending;
@@ -144,10 +144,7 @@ fn draw_from(
         return None;
     }
     let (near_ids, near_logits) = (&ws.near_ids[..count], &ws.near_logits[..count]);
-    // Their estimates again, in their packed order (the same values: the
-    // same function of the same logits).
-    let kept = slots(&mut ws.near_guesses, count);
-    estimate_into(near_logits, max_f32, inv_t, kept);
+    let kept = &mut ws.near_guesses[..count];
 
     // The edge: the near tokens below `surely`, with their exact weights and
     // their estimates' sums.

@@ -64,9 +64,11 @@ pub(super) use draw::{Drawn, top_p_draws};
 /// estimate's f32 argument. `C1` is the three f32 roundings of
 /// `y = (l − max) · (1/T)` (`3 · 2⁻²⁴` of `y`, rounded up; the full path's
 /// own argument is within 2⁻⁵² of exact), which move `eʸ` by `|y|` times
-/// as much. `C2` is the rest: the reduction's two roundings (~2⁻²⁵), the
-/// polynomial's truncation (below 8e-9) and five roundings (~5 · 2⁻²⁴),
-/// and the full path's 1 ulp; the test measures it at ~1e-7, under half.
+/// as much. `C2` is the rest: the reduction's two roundings (~2⁻²⁵ of
+/// `r`), the polynomial's truncation (below 2e-9) and roundings (two near
+/// 1, ~2⁻²⁴; the others are of terms below 0.03), the table entry's and
+/// the last product's roundings (~2⁻²⁴), and the full path's 1 ulp; the
+/// test measures it at ~1e-7, under half.
 const C1: f64 = 1.8e-7;
 const C2: f64 = 4e-7;
 
@@ -145,9 +147,10 @@ struct Workspace {
     exact: Vec<f64>,
     /// The sorted edge of the cut: (exact weight, id).
     edge: Vec<(f64, u32)>,
-    /// Draws ([`draw`]): the near tokens' estimates, the edge's positions
-    /// among them, logits and estimates, and the tokens that may be kept.
+    /// The near tokens' estimates.
     near_guesses: Vec<f32>,
+    /// Draws ([`draw`]): the edge's positions among the near tokens, its
+    /// logits and estimates, and the tokens that may be kept.
     edge_at: Vec<usize>,
     edge_logits: Vec<f32>,
     edge_guesses: Vec<f32>,
@@ -258,7 +261,8 @@ fn certify(
 }
 
 /// The near tokens: how many (packed to the front of the workspace's
-/// `near_ids` and `near_logits`), and their estimates' sums.
+/// `near_ids`, `near_logits` and `near_guesses`), and their estimates'
+/// sums.
 #[derive(Clone, Copy)]
 struct NearSet {
     count: usize,
@@ -280,9 +284,10 @@ fn near_of(ws: &mut Workspace, at: &Located) -> NearSet {
         &ws.ids[..m],
         &ws.logits[..m],
         near,
-        Packed {
+        NearOut {
             ids: slots(&mut ws.near_ids, m + 8),
-            values: slots(&mut ws.near_logits, m + 8),
+            logits: slots(&mut ws.near_logits, m + 8),
+            guesses: slots(&mut ws.near_guesses, m + 8),
         },
     );
     NearSet { count, estimate }
@@ -655,8 +660,9 @@ fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
 }
 
 /// The near tokens, the candidates whose estimate is at least
-/// `near.floor`: their ids and logits packed to the front of `out` (as
-/// [`compact_at_least`] packs them), how many, and their estimates' sums
+/// `near.floor`: their ids, logits and estimates packed to the front of
+/// `out` (as [`compact_at_least`] packs them), how many, and their
+/// estimates' sums
 /// `Σ ŵ` and `Σ ŵ |y|` in f64 (the first is subtracted from the total's,
 /// so it must be good to far below the estimates' own error). One pass
 /// for both: the same test picks what is packed and what is summed.
@@ -665,10 +671,11 @@ fn near_tokens(
     ids: &[u32],
     logits: &[f32],
     near: Near,
-    out: Packed<'_>,
+    out: NearOut<'_>,
 ) -> (usize, Estimate) {
     assert!(guesses.len() == logits.len() && guesses.len() == ids.len());
-    assert!(out.ids.len() >= guesses.len() + 8 && out.values.len() >= guesses.len() + 8);
+    let room = guesses.len() + 8;
+    assert!(out.ids.len() >= room && out.logits.len() >= room && out.guesses.len() >= room);
     #[cfg(target_arch = "x86_64")]
     {
         if avx2::can_pack() {
@@ -677,8 +684,34 @@ fn near_tokens(
         }
     }
     let sums = near_sums_portable(guesses, logits, near);
-    let count = compact_scalar(guesses, near.floor, Ids::Given(ids), logits, out, 0, 0);
+    let count = near_scalar(guesses, ids, logits, near.floor, out, 0, 0);
     (count, sums)
+}
+
+/// Where [`near_tokens`] packs the near tokens' ids, logits and estimates,
+/// from the front; each slice holds 8 more than there are candidates.
+struct NearOut<'a> {
+    ids: &'a mut [u32],
+    logits: &'a mut [f32],
+    guesses: &'a mut [f32],
+}
+
+/// The packing of [`near_tokens`] from candidate `start` on, written from
+/// `end` on; the new end.
+fn near_scalar(
+    guesses: &[f32],
+    ids: &[u32],
+    logits: &[f32],
+    floor: f32,
+    out: NearOut<'_>,
+    start: usize,
+    mut end: usize,
+) -> usize {
+    for i in start..guesses.len() {
+        (out.ids[end], out.logits[end], out.guesses[end]) = (ids[i], logits[i], guesses[i]);
+        end += usize::from(guesses[i] >= floor);
+    }
+    end
 }
 
 /// What makes a token near, and its estimate's argument `y = (l − max) ·
@@ -722,15 +755,6 @@ fn near_sums_portable(guesses: &[f32], logits: &[f32], near: Near) -> Estimate {
     }
 }
 
-/// Where the ids of [`compact_at_least`]'s survivors come from.
-#[derive(Clone, Copy)]
-enum Ids<'a> {
-    /// The keys' own positions, counted from this id.
-    CountingFrom(usize),
-    /// One id per key.
-    Given(&'a [u32]),
-}
-
 /// Where [`compact_at_least`] writes the ids and values it keeps, from
 /// the front.
 struct Packed<'a> {
@@ -739,30 +763,28 @@ struct Packed<'a> {
 }
 
 /// Copies, in order, the id and value of every key at or above
-/// `threshold` to the front of `out`, and returns how many. Both of `out`'s
+/// `threshold` to the front of `out`, and returns how many; a key's id is
+/// its position counted from `first`. Both of `out`'s
 /// slices need 8 slots more than there are keys (the vector code stores 8
 /// at a time). No branch per key: the keys that pass do so in no pattern
 /// at hot temperatures.
 fn compact_at_least(
     keys: &[f32],
     threshold: f32,
-    ids: Ids<'_>,
+    first: usize,
     values: &[f32],
     out: Packed<'_>,
 ) -> usize {
     assert_eq!(keys.len(), values.len());
     assert!(out.ids.len() >= keys.len() + 8 && out.values.len() >= keys.len() + 8);
-    if let Ids::Given(ids) = ids {
-        assert_eq!(ids.len(), keys.len());
-    }
     #[cfg(target_arch = "x86_64")]
     {
         if avx2::can_pack() {
             // SAFETY: the CPU has the features, and the lengths were checked.
-            return unsafe { avx2::compact_at_least(keys, threshold, ids, values, out) };
+            return unsafe { avx2::compact_at_least(keys, threshold, first, values, out) };
         }
     }
-    compact_scalar(keys, threshold, ids, values, out, 0, 0)
+    compact_scalar(keys, threshold, first, values, out, 0, 0)
 }
 
 /// [`compact_at_least`] from key `start` on, the survivors written from
@@ -770,17 +792,14 @@ fn compact_at_least(
 fn compact_scalar(
     keys: &[f32],
     threshold: f32,
-    ids: Ids<'_>,
+    first: usize,
     values: &[f32],
     out: Packed<'_>,
     start: usize,
     mut end: usize,
 ) -> usize {
     for i in start..keys.len() {
-        out.ids[end] = match ids {
-            Ids::CountingFrom(first) => (first + i) as u32,
-            Ids::Given(ids) => ids[i],
-        };
+        out.ids[end] = (first + i) as u32;
         out.values[end] = values[i];
         end += usize::from(keys[i] >= threshold);
     }
@@ -800,7 +819,7 @@ fn candidates(logits: &[f32], threshold: f32, ws: &mut Workspace) -> usize {
         .zip(slots(&mut ws.logits, chunks * REGION).par_chunks_mut(REGION))
         .enumerate()
         .map(|(c, ((chunk, ids), values))| {
-            let first = Ids::CountingFrom(c * weights::CHUNK);
+            let first = c * weights::CHUNK;
             compact_at_least(chunk, threshold, first, chunk, Packed { ids, values })
         })
         .collect();
@@ -841,14 +860,34 @@ impl Estimate {
 /// 1.5 · 2²³: adding it rounds an f32 of magnitude < 2²² to an integer,
 /// which then sits in the low bits of the sum.
 const SHIFT: f32 = 12_582_912.0;
-/// ln 2 as Cephes splits it for f32: a head exact in f32 times any
-/// `|k| ≤ 2⁹`, and the rest.
-const LN2_HEAD: f32 = 0.693_359_4;
-const LN2_TAIL: f32 = -2.121_944_4e-4;
+/// The argument is reduced by eighths of ln 2: `y = (8k + j) ln 2/8 + r`
+/// with `0 ≤ j < 8` and `|r| ≤ ln 2/16`, so that `eʸ = 2ᵏ · 2^(j/8) · eʳ`
+/// needs a polynomial of degree 4 rather than 7 (that of `|r| ≤ ln 2/2`),
+/// and one lookup among 8 entries, which a vector permute does.
+const EIGHTHS: f32 = 8.0;
+/// `8 log₂ e`, in f32 (8 times the f32 `log₂ e`, exactly).
+const EIGHTHS_PER_E: f32 = std::f32::consts::LOG2_E * EIGHTHS;
+/// ln 2 / 8 as Cephes splits ln 2 for f32: a head (355/4096) exact in f32
+/// times any integer below 2¹⁵ in magnitude, and the rest.
+const LN2_HEAD: f32 = 0.693_359_4 / EIGHTHS;
+const LN2_TAIL: f32 = -2.121_944_4e-4 / EIGHTHS;
 
-/// `1/n!` for n = 0 … 7: the Taylor polynomial of `eʳ` (remainder below
-/// 8e-9 of `eʳ` on `|r| ≤ ln 2 / 2`).
-const TAYLOR: [f32; 8] = inverse_factorials();
+/// `2^(j/8)` for j = 0 … 7, each rounded to the nearest f32 (within
+/// 2⁻²⁴ of its value; the test recomputes them).
+const TWO_TO_EIGHTHS: [f32; 8] = [
+    f32::from_bits(0x3f80_0000),
+    f32::from_bits(0x3f8b_95c2),
+    f32::from_bits(0x3f98_37f0),
+    f32::from_bits(0x3fa5_fed7),
+    f32::from_bits(0x3fb5_04f3),
+    f32::from_bits(0x3fc5_672a),
+    f32::from_bits(0x3fd7_44fd),
+    f32::from_bits(0x3fea_c0c7),
+];
+
+/// `1/n!` for n = 0 … 4: the Taylor polynomial of `eʳ` (remainder below
+/// 2e-9 of `eʳ` on `|r| ≤ ln 2 / 16`).
+const TAYLOR: [f32; 5] = inverse_factorials();
 
 /// `1/n!` for n = 0 … N − 1, each one division in f32 (`n!` is exact in
 /// f32 up to 10!).
@@ -866,7 +905,7 @@ const fn inverse_factorials<const N: usize>() -> [f32; N] {
 }
 
 /// `Σ TAYLOR[j] rʲ` in Estrin's order (a dependency chain of 3 fused
-/// multiply-adds instead of Horner's 7), written once for the scalar and
+/// multiply-adds instead of Horner's 4), written once for the scalar and
 /// the vector code so that both round alike: `fma(a, b, c) = a·b + c`.
 #[inline(always)]
 fn polynomial<V: Copy>(
@@ -877,31 +916,34 @@ fn polynomial<V: Copy>(
 ) -> V {
     let c = |j: usize| constant(TAYLOR[j]);
     let r2 = mul(r, r);
-    let r4 = mul(r2, r2);
     let a0 = fma(c(1), r, c(0));
     let a1 = fma(c(3), r, c(2));
-    let a2 = fma(c(5), r, c(4));
-    let a3 = fma(c(7), r, c(6));
-    let b0 = fma(a1, r2, a0);
-    let b1 = fma(a3, r2, a2);
-    fma(b1, r4, b0)
+    let a1 = fma(c(4), r2, a1);
+    fma(a1, r2, a0)
 }
 
-/// The estimate of `exp((l − max)/T)` and its argument `y`: `y = k ln 2 + r`,
-/// `eʳ` by [`polynomial`], `2ᵏ` by the exponent bits; `y` is raised to
+/// `8k + j + 127 · 8` from the bits of `kd` (`SHIFT` plus `8k + j`):
+/// shifted right by 3, the exponent field of `2ᵏ`; its low 3 bits are `j`
+/// (`SHIFT`'s bits are a multiple of 8).
+const EXPONENT_BIAS: i32 = 127 * 8 - SHIFT.to_bits() as i32;
+
+/// The estimate of `exp((l − max)/T)` and its argument `y`: `y = (8k + j)
+/// ln 2/8 + r`, `eʳ` by [`polynomial`], `2^(j/8)` from
+/// [`TWO_TO_EIGHTHS`], `2ᵏ` by the exponent bits; `y` is raised to
 /// [`CUTOFF`] first.
 #[inline(always)]
 fn estimate_one(l: f32, max: f32, inv_t: f32) -> (f32, f32) {
     let y = ((l - max) * inv_t).max(CUTOFF);
-    let kd = y.mul_add(std::f32::consts::LOG2_E, SHIFT);
+    let kd = y.mul_add(EIGHTHS_PER_E, SHIFT);
     let kf = kd - SHIFT;
     let r = (-kf).mul_add(LN2_HEAD, y);
     let r = (-kf).mul_add(LN2_TAIL, r);
     let p = polynomial(r, |a: f32, b, c| a.mul_add(b, c), |a, b| a * b, |c| c);
+    let eighth = TWO_TO_EIGHTHS[(kd.to_bits() & 7) as usize];
     // k ≥ −126 from the cutoff on, so 2ᵏ is a normal f32.
-    let k = (kd.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
-    let scale = f32::from_bits((k.wrapping_add(127) as u32) << 23);
-    (p * scale, y)
+    let field = (kd.to_bits() as i32).wrapping_add(EXPONENT_BIAS) >> 3;
+    let scale = f32::from_bits((field as u32) << 23);
+    (p * eighth * scale, y)
 }
 
 /// The estimates' sums over `logits`.
@@ -942,9 +984,9 @@ mod avx2 {
     use std::mem::MaybeUninit;
 
     use super::{
-        CUTOFF, Cut, Estimate, Ids, Kept, LN2_HEAD, LN2_TAIL, Near, Packed, SHIFT, between_scalar,
-        compact_scalar, divide_scalar, estimate_scalar, keep_scalar, kept_by, near_sums_portable,
-        polynomial,
+        CUTOFF, Cut, EIGHTHS_PER_E, EXPONENT_BIAS, Estimate, Kept, LN2_HEAD, LN2_TAIL, Near,
+        NearOut, Packed, SHIFT, TWO_TO_EIGHTHS, between_scalar, compact_scalar, divide_scalar,
+        estimate_scalar, keep_scalar, kept_by, near_scalar, near_sums_portable, polynomial,
     };
 
     /// Whether this CPU runs the packing functions here (those that move
@@ -962,13 +1004,13 @@ mod avx2 {
     /// values to the front of the 8 lanes stored.
     ///
     /// # Safety
-    /// The outputs hold 8 slots more than there are keys, and `values` (and
-    /// given ids) are as long as `keys`.
+    /// The outputs hold 8 slots more than there are keys, and `values` is
+    /// as long as `keys`.
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn compact_at_least(
         keys: &[f32],
         threshold: f32,
-        ids: Ids<'_>,
+        first: usize,
         values: &[f32],
         out: Packed<'_>,
     ) -> usize {
@@ -982,15 +1024,7 @@ mod avx2 {
                 let k = _mm256_loadu_ps(keys.as_ptr().add(b * 8));
                 let mask = _mm256_movemask_ps(_mm256_cmp_ps(k, t, _CMP_GE_OQ)) as usize;
                 let order = _mm256_loadu_si256(PACKED[mask].as_ptr().cast());
-                let id = match ids {
-                    Ids::CountingFrom(first) => {
-                        _mm256_add_epi32(order, _mm256_set1_epi32((first + b * 8) as i32))
-                    }
-                    Ids::Given(ids) => _mm256_permutevar8x32_epi32(
-                        _mm256_loadu_si256(ids.as_ptr().add(b * 8).cast()),
-                        order,
-                    ),
-                };
+                let id = _mm256_add_epi32(order, _mm256_set1_epi32((first + b * 8) as i32));
                 let v =
                     _mm256_permutevar8x32_ps(_mm256_loadu_ps(values.as_ptr().add(b * 8)), order);
                 _mm256_storeu_si256(out.ids.as_mut_ptr().add(end).cast(), id);
@@ -998,7 +1032,7 @@ mod avx2 {
                 end += mask.count_ones() as usize;
             }
         }
-        compact_scalar(keys, threshold, ids, values, out, blocks * 8, end)
+        compact_scalar(keys, threshold, first, values, out, blocks * 8, end)
     }
 
     /// [`super::near_tokens`], 8 candidates at a time: packed as
@@ -1014,7 +1048,7 @@ mod avx2 {
         ids: &[u32],
         logits: &[f32],
         near: Near,
-        out: Packed<'_>,
+        out: NearOut<'_>,
     ) -> (usize, Estimate) {
         let floor = _mm256_set1_ps(near.floor);
         let (max, inv_t) = (_mm256_set1_ps(near.max), _mm256_set1_ps(near.inv_t));
@@ -1026,12 +1060,12 @@ mod avx2 {
             // SAFETY: block b is within the inputs; `end + 8` ≤ `8b + 8` ≤
             // the candidates, within the outputs.
             unsafe {
-                let g = _mm256_loadu_ps(guesses.as_ptr().add(b * 8));
+                let guess = _mm256_loadu_ps(guesses.as_ptr().add(b * 8));
                 let l = _mm256_loadu_ps(logits.as_ptr().add(b * 8));
-                let passes = _mm256_cmp_ps(g, floor, _CMP_GE_OQ);
+                let passes = _mm256_cmp_ps(guess, floor, _CMP_GE_OQ);
                 let mask = _mm256_movemask_ps(passes) as usize;
                 // Sums: 0 where the estimate is below the floor.
-                let g = _mm256_and_ps(g, passes);
+                let g = _mm256_and_ps(guess, passes);
                 // The same argument the estimate had (the same f32 operations).
                 let y = _mm256_mul_ps(_mm256_sub_ps(l, max), inv_t);
                 let (g_lo, g_hi) = (
@@ -1054,8 +1088,12 @@ mod avx2 {
                 );
                 _mm256_storeu_si256(out.ids.as_mut_ptr().add(end).cast(), id);
                 _mm256_storeu_ps(
-                    out.values.as_mut_ptr().add(end),
+                    out.logits.as_mut_ptr().add(end),
                     _mm256_permutevar8x32_ps(l, order),
+                );
+                _mm256_storeu_ps(
+                    out.guesses.as_mut_ptr().add(end),
+                    _mm256_permutevar8x32_ps(guess, order),
                 );
                 end += mask.count_ones() as usize;
             }
@@ -1068,7 +1106,7 @@ mod avx2 {
         }
         let done = blocks * 8;
         let rest = near_sums_portable(&guesses[done..], &logits[done..], near);
-        let count = compact_scalar(guesses, near.floor, Ids::Given(ids), logits, out, done, end);
+        let count = near_scalar(guesses, ids, logits, near.floor, out, done, end);
         let sums = Estimate {
             sum: lanes[0].iter().sum::<f64>() + rest.sum,
             spread: lanes[1].iter().sum::<f64>() + rest.spread,
@@ -1247,16 +1285,33 @@ mod avx2 {
     /// same; `Σ ŵ` is summed in f64 lanes, `Σ ŵ |y|` in f32 lanes.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn estimate(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {
-        let store = !out.is_empty();
+        // One loop with the stores and one without: with the test inside,
+        // the sums went through the stack on every step.
+        if out.is_empty() {
+            estimate_with::<false>(logits, max, inv_t, out)
+        } else {
+            estimate_with::<true>(logits, max, inv_t, out)
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn estimate_with<const STORE: bool>(
+        logits: &[f32],
+        max: f32,
+        inv_t: f32,
+        out: &mut [f32],
+    ) -> Estimate {
+        let store = STORE;
         assert!(!store || out.len() == logits.len());
         let max_v = _mm256_set1_ps(max);
         let inv_t_v = _mm256_set1_ps(inv_t);
-        let log2e = _mm256_set1_ps(std::f32::consts::LOG2_E);
+        let log2e = _mm256_set1_ps(EIGHTHS_PER_E);
         let shift = _mm256_set1_ps(SHIFT);
         let (head, tail) = (_mm256_set1_ps(LN2_HEAD), _mm256_set1_ps(LN2_TAIL));
         let cutoff = _mm256_set1_ps(CUTOFF);
-        // k + 127 in the exponent field: bits(kd) − bits(SHIFT) + 127.
-        let bias = _mm256_set1_epi32(127i32.wrapping_sub(SHIFT.to_bits() as i32));
+        let bias = _mm256_set1_epi32(EXPONENT_BIAS);
+        // SAFETY: 8 f32s.
+        let eighths = unsafe { _mm256_loadu_ps(TWO_TO_EIGHTHS.as_ptr()) };
         let one = |l: __m256| {
             let y = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(l, max_v), inv_t_v), cutoff);
             let kd = _mm256_fmadd_ps(y, log2e, shift);
@@ -1269,7 +1324,12 @@ mod avx2 {
                 |a, b| _mm256_mul_ps(a, b),
                 |c| _mm256_set1_ps(c),
             );
-            let exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(kd), bias), 23);
+            // The permute reads the low 3 bits of each index: j.
+            let kd_bits = _mm256_castps_si256(kd);
+            let eighth = _mm256_permutevar8x32_ps(eighths, kd_bits);
+            let field = _mm256_srai_epi32(_mm256_add_epi32(kd_bits, bias), 3);
+            let exponent = _mm256_slli_epi32(field, 23);
+            let p = _mm256_mul_ps(p, eighth);
             (_mm256_mul_ps(p, _mm256_castsi256_ps(exponent)), y)
         };
         let widen = |w: __m256| {
@@ -1360,6 +1420,15 @@ mod tests {
     }
 
     #[test]
+    fn the_table_holds_the_eighth_powers_of_two_rounded_to_f32() {
+        for (j, &entry) in TWO_TO_EIGHTHS.iter().enumerate() {
+            let exact = 2f64.powf(j as f64 / 8.0);
+            assert_eq!(entry, exact as f32, "2^({j}/8)");
+            assert!((f64::from(entry) - exact).abs() <= exact * 2f64.powi(-24));
+        }
+    }
+
+    #[test]
     fn vector_and_scalar_estimates_are_the_same_values() {
         // The tail's total is the total less the near tokens' estimates,
         // recomputed one by one: both must be the same numbers.
@@ -1395,33 +1464,28 @@ mod tests {
                 .enumerate()
                 .map(|(i, &k)| k + i as f32)
                 .collect();
-            let given: Vec<u32> = (0..len as u32).map(|i| 3 * i + 1).collect();
             for threshold in [0.0, 0.75, 1.0, 2.0] {
-                let expected: Vec<(u32, f32)> = (0..len)
-                    .filter(|&i| keys[i] >= threshold)
-                    .map(|i| (given[i], values[i]))
-                    .collect();
-                for ids in [Ids::Given(&given), Ids::CountingFrom(7)] {
+                for first in [0, 7] {
+                    let expected: Vec<(u32, f32)> = (0..len)
+                        .filter(|&i| keys[i] >= threshold)
+                        .map(|i| ((first + i) as u32, values[i]))
+                        .collect();
                     let (mut out_ids, mut out_values) = (vec![0; len + 8], vec![0.0; len + 8]);
                     let out = Packed {
                         ids: &mut out_ids,
                         values: &mut out_values,
                     };
-                    let kept = compact_at_least(&keys, threshold, ids, &values, out);
+                    let kept = compact_at_least(&keys, threshold, first, &values, out);
                     let (mut scalar_ids, mut scalar_values) =
                         (vec![0; len + 8], vec![0.0; len + 8]);
                     let out = Packed {
                         ids: &mut scalar_ids,
                         values: &mut scalar_values,
                     };
-                    let scalar_kept = compact_scalar(&keys, threshold, ids, &values, out, 0, 0);
+                    let scalar_kept = compact_scalar(&keys, threshold, first, &values, out, 0, 0);
                     assert_eq!(kept, expected.len(), "len {len}, threshold {threshold}");
                     assert_eq!(scalar_kept, kept);
                     for (j, &(id, value)) in expected.iter().enumerate() {
-                        let id = match ids {
-                            Ids::Given(_) => id,
-                            Ids::CountingFrom(first) => (first + (id as usize - 1) / 3) as u32,
-                        };
                         assert_eq!((out_ids[j], out_values[j]), (id, value));
                         assert_eq!((scalar_ids[j], scalar_values[j]), (id, value));
                     }
@@ -1510,20 +1574,20 @@ mod tests {
                     inv_t: 0.8,
                 };
                 let (mut out_ids, mut out_logits) = (vec![0u32; len + 8], vec![0f32; len + 8]);
-                let out = Packed {
+                let mut out_guesses = vec![0f32; len + 8];
+                let out = NearOut {
                     ids: &mut out_ids,
-                    values: &mut out_logits,
+                    logits: &mut out_logits,
+                    guesses: &mut out_guesses,
                 };
                 let (count, a) = near_tokens(&guesses, &ids, &logits, near, out);
                 let b = near_sums_portable(&guesses, &logits, near);
-                let expected: Vec<(u32, f32)> = (0..len)
+                let expected: Vec<(u32, f32, f32)> = (0..len)
                     .filter(|&i| guesses[i] >= floor)
-                    .map(|i| (ids[i], logits[i]))
+                    .map(|i| (ids[i], logits[i], guesses[i]))
                     .collect();
-                let got: Vec<(u32, f32)> = out_ids[..count]
-                    .iter()
-                    .copied()
-                    .zip(out_logits[..count].iter().copied())
+                let got: Vec<(u32, f32, f32)> = (0..count)
+                    .map(|i| (out_ids[i], out_logits[i], out_guesses[i]))
                     .collect();
                 assert_eq!(got, expected, "len {len}, floor {floor}");
                 let by_hand: f64 = guesses
