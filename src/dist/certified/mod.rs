@@ -68,7 +68,7 @@ pub(super) use draw::{Drawn, top_p_draws};
 /// `r`), the polynomial's truncation (below 2e-9) and roundings (two near
 /// 1, ~2⁻²⁴; the others are of terms below 0.03), the table entry's and
 /// the last product's roundings (~2⁻²⁴), and the full path's 1 ulp; the
-/// test measures it at ~1e-7, under half.
+/// test measures it at ~1.4e-7, under half.
 const C1: f64 = 1.8e-7;
 const C2: f64 = 4e-7;
 
@@ -662,10 +662,10 @@ fn mass_at_least_portable(guesses: &[f32], threshold: f32) -> f64 {
 /// The near tokens, the candidates whose estimate is at least
 /// `near.floor`: their ids, logits and estimates packed to the front of
 /// `out` (as [`compact_at_least`] packs them), how many, and their
-/// estimates' sums
-/// `Σ ŵ` and `Σ ŵ |y|` in f64 (the first is subtracted from the total's,
-/// so it must be good to far below the estimates' own error). One pass
-/// for both: the same test picks what is packed and what is summed.
+/// estimates' sums `Σ ŵ` and `Σ ŵ |y|` in f64 (the first is subtracted
+/// from the total's, so it must be good to far below the estimates' own
+/// error). One pass for both: the same test picks what is packed and what
+/// is summed.
 fn near_tokens(
     guesses: &[f32],
     ids: &[u32],
@@ -1301,8 +1301,7 @@ mod avx2 {
         inv_t: f32,
         out: &mut [f32],
     ) -> Estimate {
-        let store = STORE;
-        assert!(!store || out.len() == logits.len());
+        assert!(!STORE || out.len() == logits.len());
         let max_v = _mm256_set1_ps(max);
         let inv_t_v = _mm256_set1_ps(inv_t);
         let log2e = _mm256_set1_ps(EIGHTHS_PER_E);
@@ -1351,7 +1350,7 @@ mod avx2 {
                 (_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8)))
             };
             let ((w0, y0), (w1, y1)) = (one(l0), one(l1));
-            if store {
+            if STORE {
                 // SAFETY: out is as long as logits.
                 unsafe {
                     let at = out.as_mut_ptr().add(block * 16);
@@ -1370,7 +1369,7 @@ mod avx2 {
             _mm256_storeu_pd(lanes.as_mut_ptr(), sum);
             _mm256_storeu_ps(spread_lanes.as_mut_ptr(), spread);
         }
-        let tail = if store {
+        let tail = if STORE {
             &mut out[blocks * 16..]
         } else {
             &mut [][..]
