@@ -180,7 +180,7 @@ impl CausalLm for KvLm {
         for layer in 0..self.layers() {
             self.cache.append(layer, kv.clone(), kv.clone())?;
         }
-        self.cache.advance(rows, width);
+        self.cache.advance(tokens);
         Meter::add(&self.meter.model, start);
         Ok(logits)
     }

@@ -83,6 +83,15 @@ impl<F: Family> CachedDecoder<F> {
     pub fn family(&self) -> &F {
         &self.family
     }
+
+    pub fn cache(&self) -> &KvCache {
+        &self.cache
+    }
+
+    /// See [`KvCache::set_skip_shared`].
+    pub fn set_skip_shared(&mut self, skip: bool) {
+        self.cache.set_skip_shared(skip);
+    }
 }
 
 impl<F: Family> CausalLm for CachedDecoder<F> {
@@ -122,7 +131,7 @@ impl<F: Family> CausalLm for CachedDecoder<F> {
                 .family
                 .block(layer, &x, &at, mask.as_ref(), &mut self.cache)?;
         }
-        self.cache.advance(rows, width);
+        self.cache.advance(tokens);
         // The head runs only on the positions asked for: drafting and
         // prefill read one row of a wide call.
         let (x, returned) = returned_positions(&x, positions)?;

@@ -12,6 +12,12 @@
 //! of it, and turning it back into K rows copies only the positions past
 //! that shared prefix (the tokens accepted since) into the other rows. Only
 //! a generation's first 1 → K copy moves the prompt.
+//!
+//! On the CPU that copy also skips, row by row, the positions a row already
+//! holds as the source does: those it was fed with the source's tokens in
+//! the same forward calls (see [`Fed`]). A round's target call feeds every
+//! row the same first token, and drafts often agree with the tokens
+//! accepted, so most rounds copy fewer positions, and many none.
 
 use anyhow::{Result, bail};
 use candle_core::{Device, Tensor};
@@ -59,27 +65,36 @@ impl Buffers {
         })
     }
 
-    /// Copies positions `[from, to)` of physical row `source` into every
-    /// other physical row.
+    /// Copies positions `[from[row], to)` of physical row `source` into
+    /// every other physical row.
     ///
     /// On the CPU each row's positions are copied straight from the
     /// source's, in place ([`CopyRowToAll`]): the bytes move once. Elsewhere
-    /// two tensor calls per buffer whatever the number of rows: one strided
-    /// copy of the source's positions repeated once per row (a fresh
-    /// tensor, since `slice_set` refuses a source sharing the destination's
-    /// storage), and one `slice_set` into all rows (the source's own are
-    /// rewritten with themselves). A copy per row cost hundreds of small
-    /// calls per round at K = 8.
-    fn copy_row_to_all(&self, source: usize, from: usize, to: usize) -> Result<()> {
+    /// two tensor calls per buffer whatever the number of rows, from the
+    /// earliest `from` on: one strided copy of the source's positions
+    /// repeated once per row (a fresh tensor, since `slice_set` refuses a
+    /// source sharing the destination's storage), and one `slice_set` into
+    /// all rows (the source's own are rewritten with themselves). A copy per
+    /// row cost hundreds of small calls per round at K = 8.
+    fn copy_row_to_all(&self, source: usize, from: &[usize], to: usize) -> Result<()> {
         let rows = self.physical_rows()?;
-        if to <= from || rows < 2 {
+        let earliest = (0..rows)
+            .filter(|&row| row != source)
+            .map(|row| from[row])
+            .min()
+            .unwrap_or(to);
+        if earliest >= to {
             return Ok(());
         }
         for buffer in [&self.k, &self.v] {
             if buffer.device().is_cpu() && buffer.is_contiguous() {
-                buffer.inplace_op1(&CopyRowToAll { source, from, to })?;
+                buffer.inplace_op1(&CopyRowToAll {
+                    source,
+                    from: from.to_vec(),
+                    to,
+                })?;
             } else {
-                copy_row_to_all_by_tensors(buffer, source, from, to)?;
+                copy_row_to_all_by_tensors(buffer, source, earliest, to)?;
             }
         }
         Ok(())
@@ -106,11 +121,12 @@ fn copy_row_to_all_by_tensors(
 
 /// [`Buffers::copy_row_to_all`] on a contiguous CPU buffer `[rows, heads,
 /// capacity, head_dim]`: for every other row and head, one copy of the
-/// source's `(to − from) · head_dim` values, the rows split among the
+/// source's `(to − from[row]) · head_dim` values, the rows split among the
 /// threads.
 struct CopyRowToAll {
     source: usize,
-    from: usize,
+    /// Per physical row, the first position it takes from the source.
+    from: Vec<usize>,
     to: usize,
 }
 
@@ -126,13 +142,19 @@ impl CopyRowToAll {
         let (before, rest) = buffer.split_at_mut(self.source * row_len);
         let (source, after) = rest.split_at_mut(row_len);
         let source = &*source;
-        let (from, width) = (self.from * d, (self.to - self.from) * d);
+        let from = |row: usize| self.from[row].min(self.to);
+        let starts = (0..self.source).chain(self.source + 1..rows).map(from);
         // The rows side by side: each copy waits on memory, and two
         // threads keep twice as many on the way.
         before
             .par_chunks_mut(row_len)
             .chain(after.par_chunks_mut(row_len))
-            .for_each(|row| {
+            .zip(starts.collect::<Vec<_>>())
+            .for_each(|(row, first)| {
+                let (from, width) = (first * d, (self.to - first) * d);
+                if width == 0 {
+                    return;
+                }
                 for head in 0..heads {
                     let at = head * capacity * d + from;
                     row[at..at + width].copy_from_slice(&source[at..at + width]);
@@ -163,6 +185,29 @@ impl candle_core::InplaceOp1 for CopyRowToAll {
     }
 }
 
+/// What a cached position was computed from: its token, and the forward
+/// call that fed it (numbered from 1 per cache; 0 marks a position whose
+/// origin is unknown, which matches nothing).
+///
+/// Two physical rows that share their first `common` positions and whose
+/// later positions up to `j` were fed the same tokens in the same calls
+/// hold the same keys and values through `j`: a call computes every row of
+/// its batch with the same operations in the same order, so rows with the
+/// same inputs get the same bits (the tests check it for every family and
+/// dtype on the CPU). A position fed in another call, or one a row was not
+/// part of, holds whatever it last held and never matches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Fed {
+    token: u32,
+    call: u64,
+}
+
+impl Fed {
+    fn same_as(&self, other: &Fed) -> bool {
+        self.call != 0 && self == other
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct KvCache {
     layers: Vec<Option<Buffers>>,
@@ -172,6 +217,16 @@ pub struct KvCache {
     rows: usize,
     /// Every physical row holds the same first `common` positions.
     common: usize,
+    /// Per physical row, what fed each position it holds (like the
+    /// buffers, stale past what the row was last given).
+    fed: Vec<Vec<Fed>>,
+    /// Forward calls recorded so far: the last one's number.
+    calls: u64,
+    /// Whether a 1 → K copy on the CPU skips the positions a row already
+    /// holds as the source does ([`KvCache::set_skip_shared`]).
+    skip_shared: bool,
+    /// Row positions moved by 1 → K copies into existing rows.
+    copied: u64,
 }
 
 impl KvCache {
@@ -182,7 +237,26 @@ impl KvCache {
             start: 0,
             rows: 1,
             common: 0,
+            fed: Vec::new(),
+            calls: 0,
+            skip_shared: true,
+            copied: 0,
         }
+    }
+
+    /// Whether the CPU's 1 → K copies skip the positions a row already
+    /// holds as the source does (on by default). Off, every position past
+    /// the shared prefix is copied, as on other devices; the tests compare
+    /// the two.
+    pub fn set_skip_shared(&mut self, skip: bool) {
+        self.skip_shared = skip;
+    }
+
+    /// Row positions the 1 → K copies into existing rows moved since the
+    /// cache was made (every layer moves the same ones). The copies that
+    /// add rows (a generation's first, of the prompt) are not counted.
+    pub fn positions_copied(&self) -> u64 {
+        self.copied
     }
 
     /// Cached positions per row.
@@ -210,6 +284,7 @@ impl KvCache {
         self.start = 0;
         self.rows = 1;
         self.common = 0;
+        self.fed.clear();
     }
 
     /// Appends this call's keys and values (`[rows, kv_heads, width,
@@ -261,9 +336,23 @@ impl KvCache {
         Ok(views)
     }
 
-    /// Records that a forward appended `width` positions to every row.
-    pub fn advance(&mut self, rows: usize, width: usize) {
-        self.rows = rows;
+    /// Records that a forward fed `tokens` (one slice per row, all of one
+    /// width) and appended their positions to every layer.
+    pub fn advance(&mut self, tokens: &[&[u32]]) {
+        let width = tokens.first().map_or(0, |row| row.len());
+        self.calls += 1;
+        let end = self.start + tokens.len();
+        if self.fed.len() < end {
+            self.fed.resize(end, Vec::new());
+        }
+        for (fed, row) in self.fed[self.start..end].iter_mut().zip(tokens) {
+            // A row is given every position below `len`; unknown ones
+            // (there should be none) are marked so that they never match.
+            fed.resize(self.len, Fed::default());
+            let call = self.calls;
+            fed.extend(row.iter().map(|&token| Fed { token, call }));
+        }
+        self.rows = tokens.len();
         self.len += width;
     }
 
@@ -276,6 +365,7 @@ impl KvCache {
         if len == 0 {
             self.layers.iter_mut().for_each(|l| *l = None);
             self.start = 0;
+            self.fed.clear();
         }
         self.len = len;
         self.common = self.common.min(len);
@@ -304,6 +394,10 @@ impl KvCache {
             self.repeat(self.start + rows[0], rows.len(), physical)?;
         } else {
             let index: Vec<u32> = rows.iter().map(|&r| (self.start + r) as u32).collect();
+            self.fed = index
+                .iter()
+                .map(|&r| self.fed.get(r as usize).cloned().unwrap_or_default())
+                .collect();
             let index = Tensor::from_vec(index, rows.len(), device)?;
             for layer in self.layers.iter_mut().flatten() {
                 layer.k = layer.k.index_select(&index, 0)?;
@@ -335,10 +429,35 @@ impl KvCache {
                 }
                 *layer = fresh;
             }
+            self.fed = vec![self.fed_between(source, 0, self.len); count];
         } else {
             let (common, len) = (self.common, self.len);
-            let copy = |layer: &Buffers| layer.copy_row_to_all(source, common, len);
             let on_cpu = self.layers.iter().flatten().all(|l| l.k.device().is_cpu());
+            // Where each row's copy starts: past the shared prefix, and on
+            // the CPU past the positions it holds as the source does. (The
+            // same holds of a GPU's batched kernels only where they compute
+            // every row alike, which is not checked here: there every
+            // position past the prefix is copied.)
+            let skip = on_cpu && self.skip_shared;
+            let copied = self.fed_between(source, common, len);
+            let from: Vec<usize> = (0..physical)
+                .map(|row| match row {
+                    _ if row == source => len,
+                    _ if skip => common + self.shared_run(row, &copied),
+                    _ => common,
+                })
+                .collect();
+            self.copied += from.iter().map(|&f| (len - f) as u64).sum::<u64>();
+            // Every row now holds the source's positions: below `common`
+            // they already did, so only the records past it change.
+            self.fed.resize(physical, Vec::new());
+            for fed in &mut self.fed {
+                fed.resize(common, Fed::default());
+                fed.truncate(common);
+                fed.extend_from_slice(&copied);
+            }
+            let from = &from;
+            let copy = |layer: &Buffers| layer.copy_row_to_all(source, from, len);
             if on_cpu {
                 // The layers' copies are independent: spread over the pool.
                 // (On a GPU they queue on one stream: launched in order.)
@@ -350,6 +469,29 @@ impl KvCache {
         self.start = 0;
         self.common = self.len;
         Ok(())
+    }
+
+    /// Physical row `row`'s records of positions `[from, to)`, any it
+    /// lacks marked unknown.
+    fn fed_between(&self, row: usize, from: usize, to: usize) -> Vec<Fed> {
+        let fed = self.fed.get(row).map_or(&[][..], Vec::as_slice);
+        let known = fed.get(from..to.min(fed.len())).unwrap_or(&[]);
+        let mut out = known.to_vec();
+        out.resize(to - from, Fed::default());
+        out
+    }
+
+    /// How many positions from `common` on physical row `row` holds as the
+    /// source does, whose records from there are `source`.
+    fn shared_run(&self, row: usize, source: &[Fed]) -> usize {
+        let fed = self
+            .fed
+            .get(row)
+            .map_or(&[][..], |f| f.get(self.common..).unwrap_or(&[]));
+        fed.iter()
+            .zip(source)
+            .take_while(|(a, b)| a.same_as(b))
+            .count()
     }
 }
 
@@ -375,10 +517,10 @@ mod tests {
         let mut cache = KvCache::new(1);
         let (a, b) = (ramp(1, 200, 0.0), ramp(1, 100, 1e4));
         cache.append(0, a.clone(), a.clone()).unwrap();
-        cache.advance(1, 200);
+        cache.advance(&refs(&distinct(1, 200, 1)));
         // 300 positions: past the first 256-position buffer.
         let (k, v) = cache.append(0, b.clone(), b.clone()).unwrap();
-        cache.advance(1, 100);
+        cache.advance(&refs(&distinct(1, 100, 2)));
         let whole = Tensor::cat(&[&a, &b], 2).unwrap();
         same(&k, &whole);
         same(&v, &whole);
@@ -387,7 +529,7 @@ mod tests {
         cache.select_rows(&[0, 0], &Device::Cpu).unwrap();
         let c = ramp(2, 10, 5e4);
         let (k, _) = cache.append(0, c.clone(), c.clone()).unwrap();
-        cache.advance(2, 10);
+        cache.advance(&refs(&distinct(2, 10, 3)));
         let kept = whole.narrow(2, 0, 250).unwrap();
         let expected = Tensor::cat(&[&Tensor::cat(&[&kept, &kept], 0).unwrap(), &c], 2).unwrap();
         same(&k, &expected);
@@ -413,7 +555,11 @@ mod tests {
                     .unwrap();
                 let (in_place, by_tensors) = (values.copy().unwrap(), values.copy().unwrap());
                 in_place
-                    .inplace_op1(&CopyRowToAll { source, from, to })
+                    .inplace_op1(&CopyRowToAll {
+                        source,
+                        from: vec![from; 3],
+                        to,
+                    })
                     .unwrap();
                 copy_row_to_all_by_tensors(&by_tensors, source, from, to).unwrap();
                 same(
@@ -438,12 +584,43 @@ mod tests {
         }
     }
 
+    /// Row `r`'s tokens for a call of `width` positions per row: distinct
+    /// from every other row's, so that no copy skips a position.
+    fn distinct(rows: usize, width: usize, call: u32) -> Vec<Vec<u32>> {
+        (0..rows)
+            .map(|r| {
+                (0..width)
+                    .map(|p| (call << 20) + ((r << 10) + p) as u32)
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn refs(tokens: &[Vec<u32>]) -> Vec<&[u32]> {
+        tokens.iter().map(Vec::as_slice).collect()
+    }
+
+    /// A row's keys (and values) at a position, as a model would compute
+    /// them: a function of the tokens through it and of the call, the same
+    /// for every row of a call fed the same tokens.
+    fn computed(history: &[u32], call: u64) -> [f32; WIDE] {
+        let mut h = 0xcbf2_9ce4_8422_2325u64 ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for &t in history {
+            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
+        }
+        std::array::from_fn(|slot| ((h >> 8).wrapping_add(slot as u64 * 7919) % 1_000_003) as f32)
+    }
+
+    const WIDE: usize = 2 * 3; // kv_heads × head_dim of the test tensors
+
     /// The cache against a plain per-row list of positions through a
     /// seeded mix of appends (growing past the buffers), rollbacks, views
-    /// of one row, 1 → K copies, runs of rows and gathers.
+    /// of one row, 1 → K copies, runs of rows and gathers. The tokens come
+    /// from a small alphabet, often the same on every row, and the values
+    /// from the tokens and the call as a model's would, so the copies skip
+    /// many positions; a twin that copies every position must agree.
     #[test]
     fn every_row_selection_matches_a_plain_reference() {
-        const WIDE: usize = 2 * 3; // kv_heads × head_dim of `ramp`
         let mut state = 7u64;
         let mut next = |n: usize| {
             state = state
@@ -452,51 +629,70 @@ mod tests {
             ((state >> 33) as usize) % n
         };
         let mut cache = KvCache::new(2);
-        // rows × positions × WIDE values.
+        let mut twin = KvCache::new(2);
+        twin.set_skip_shared(false);
+        // Per row: its tokens, and its positions' WIDE values.
+        let mut tokens: Vec<Vec<u32>> = vec![Vec::new()];
         let mut reference: Vec<Vec<[f32; WIDE]>> = vec![Vec::new()];
-        let mut stamp = 0.0f32;
-        for step in 0..400 {
+        let mut call = 0u64;
+        for step in 0..600 {
             let rows = reference.len();
             match next(6) {
                 0 | 1 => {
                     let widest = if next(4) == 0 { 40 } else { 3 };
                     let width = 1 + next(widest);
-                    let kv = ramp(rows, width, stamp);
-                    stamp += (rows * width * WIDE) as f32;
-                    let values: Vec<f32> = kv.flatten_all().unwrap().to_vec1().unwrap();
-                    for (r, row) in reference.iter_mut().enumerate() {
-                        for p in 0..width {
-                            let mut position = [0.0; WIDE];
-                            for (i, slot) in position.iter_mut().enumerate() {
-                                let (head, d) = (i / 3, i % 3);
-                                *slot = values[((r * 2 + head) * width + p) * 3 + d];
-                            }
-                            row.push(position);
+                    call += 1;
+                    let shared = next(2) == 0;
+                    let fed: Vec<Vec<u32>> = (0..rows)
+                        .map(|r| {
+                            let _ = r;
+                            (0..width)
+                                .map(|p| if shared && p == 0 { 7 } else { next(3) as u32 })
+                                .collect()
+                        })
+                        .collect();
+                    let mut values = Vec::with_capacity(rows * WIDE * width);
+                    for (r, row) in fed.iter().enumerate() {
+                        let mut added = Vec::new();
+                        for &t in row {
+                            tokens[r].push(t);
+                            added.push(computed(&tokens[r], call));
                         }
+                        for head in 0..2 {
+                            for position in &added {
+                                values.extend_from_slice(&position[head * 3..head * 3 + 3]);
+                            }
+                        }
+                        reference[r].extend(added);
                     }
-                    for layer in 0..2 {
-                        let (k, v) = cache.append(layer, kv.clone(), kv.clone()).unwrap();
-                        let len = reference[0].len();
-                        let want: Vec<f32> = (0..rows)
-                            .flat_map(|r| {
-                                let row = &reference[r];
-                                (0..2).flat_map(move |head| {
-                                    (0..len).flat_map(move |p| {
-                                        (0..3).map(move |d| row[p][head * 3 + d])
-                                    })
-                                })
+                    let kv = Tensor::from_vec(values, (rows, 2, width, 3), &Device::Cpu).unwrap();
+                    let len = reference[0].len();
+                    let want: Vec<f32> = (0..rows)
+                        .flat_map(|r| {
+                            let row = &reference[r];
+                            (0..2).flat_map(move |head| {
+                                (0..len)
+                                    .flat_map(move |p| (0..3).map(move |d| row[p][head * 3 + d]))
                             })
-                            .collect();
-                        let want = Tensor::from_vec(want, (rows, 2, len, 3), &Device::Cpu).unwrap();
-                        same(&k, &want);
-                        same(&v, &want);
+                        })
+                        .collect();
+                    let want = Tensor::from_vec(want, (rows, 2, len, 3), &Device::Cpu).unwrap();
+                    for c in [&mut cache, &mut twin] {
+                        for layer in 0..2 {
+                            let (k, v) = c.append(layer, kv.clone(), kv.clone()).unwrap();
+                            same(&k, &want);
+                            same(&v, &want);
+                        }
+                        c.advance(&refs(&fed));
                     }
-                    cache.advance(rows, width);
                 }
                 2 => {
                     let len = next(reference[0].len() + 1);
-                    cache.truncate(len).unwrap();
+                    for c in [&mut cache, &mut twin] {
+                        c.truncate(len).unwrap();
+                    }
                     reference.iter_mut().for_each(|row| row.truncate(len));
+                    tokens.iter_mut().for_each(|row| row.truncate(len));
                 }
                 choice => {
                     let pick: Vec<usize> = match choice {
@@ -511,8 +707,11 @@ mod tests {
                         }
                         _ => (0..1 + next(6)).map(|_| next(rows)).collect(),
                     };
-                    cache.select_rows(&pick, &Device::Cpu).unwrap();
+                    for c in [&mut cache, &mut twin] {
+                        c.select_rows(&pick, &Device::Cpu).unwrap();
+                    }
                     reference = pick.iter().map(|&r| reference[r].clone()).collect();
+                    tokens = pick.iter().map(|&r| tokens[r].clone()).collect();
                 }
             }
             assert_eq!(
@@ -520,6 +719,81 @@ mod tests {
                 (reference[0].len(), reference.len()),
                 "step {step}"
             );
+        }
+        // Some copies were skipped.
+        let (skipping, copying) = (cache.positions_copied(), twin.positions_copied());
+        assert!(
+            skipping < copying,
+            "copied {skipping} positions, against {copying} without skipping"
+        );
+    }
+
+    /// Feeds `fed` (one row of tokens each) to `cache` as a model would,
+    /// with `histories` the rows' tokens so far, and returns the keys.
+    fn feed(cache: &mut KvCache, histories: &mut [Vec<u32>], fed: &[Vec<u32>]) -> Tensor {
+        let call = cache.calls + 1;
+        let width = fed[0].len();
+        let mut values = Vec::new();
+        for (history, row) in histories.iter_mut().zip(fed) {
+            let mut added = Vec::new();
+            for &t in row {
+                history.push(t);
+                added.push(computed(history, call));
+            }
+            for head in 0..2 {
+                for position in &added {
+                    values.extend_from_slice(&position[head * 3..head * 3 + 3]);
+                }
+            }
+        }
+        let kv = Tensor::from_vec(values, (fed.len(), 2, width, 3), &Device::Cpu).unwrap();
+        let (k, _) = cache.append(0, kv.clone(), kv).unwrap();
+        cache.advance(&refs(fed));
+        k
+    }
+
+    /// A round as the decoders run it: the rows fed the same first token,
+    /// some of them the survivor's drafts, then the survivor repeated. Each
+    /// row takes only the positions it was not fed like the survivor; a
+    /// position fed to the survivor alone is copied to every row.
+    #[test]
+    fn a_round_copies_only_the_positions_a_row_was_not_fed_like_the_survivor() {
+        for skip in [true, false] {
+            let mut cache = KvCache::new(1);
+            cache.set_skip_shared(skip);
+            let mut histories = vec![Vec::new()];
+            feed(&mut cache, &mut histories, &[vec![1, 2, 3, 4, 5]]);
+            cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+            histories = vec![histories[0].clone(); 4];
+            assert_eq!(cache.positions_copied(), 0, "adding rows is not counted");
+            let fed = [vec![9, 1, 2], vec![9, 1, 3], vec![9, 4, 5], vec![9, 1, 2]];
+            feed(&mut cache, &mut histories, &fed);
+            // Row 0 survives with all three positions.
+            cache.select_rows(&[0], &Device::Cpu).unwrap();
+            cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+            // Row 1 differs from position 7 on, row 2 from 6, row 3 nowhere.
+            let want = if skip { 1 + 2 } else { 3 * 3 };
+            assert_eq!(cache.positions_copied(), want, "skip {skip}");
+            histories = vec![histories[0].clone(); 4];
+            let k = feed(&mut cache, &mut histories, &vec![vec![6]; 4]);
+            let survivor = k.narrow(0, 0, 1).unwrap();
+            for row in 1..4 {
+                same(&k.narrow(0, row, 1).unwrap(), &survivor);
+            }
+            // A position fed to the survivor alone moves to every row.
+            cache.select_rows(&[2], &Device::Cpu).unwrap();
+            histories = vec![histories[2].clone()];
+            feed(&mut cache, &mut histories, &[vec![8]]);
+            cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+            // The first four rows' shared call and the survivor's own.
+            let more = if skip { 3 } else { 2 * 3 };
+            assert_eq!(cache.positions_copied(), want + more, "skip {skip}");
+            histories = vec![histories[0].clone(); 4];
+            let k = feed(&mut cache, &mut histories, &vec![vec![0]; 4]);
+            let survivor = k.narrow(0, 0, 1).unwrap();
+            for row in 1..4 {
+                same(&k.narrow(0, row, 1).unwrap(), &survivor);
+            }
         }
     }
 }

@@ -337,3 +337,188 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
         }
     }
 }
+
+/// The K drafted rows of a round at one call, as the decoders feed them:
+/// every row starts with the same token, some share more, row 4 repeats
+/// row 0 whole. Tokens are taken from `alphabet`.
+fn round_rows(alphabet: &[u32]) -> Vec<Vec<u32>> {
+    let a = |i: usize| alphabet[i % alphabet.len()];
+    vec![
+        vec![a(0), a(1), a(2), a(3), a(4), a(5)],
+        vec![a(0), a(1), a(2), a(3), a(4), a(6)],
+        vec![a(0), a(1), a(7), a(3), a(4), a(5)],
+        vec![a(0), a(8), a(2), a(3), a(4), a(5)],
+        vec![a(0), a(1), a(2), a(3), a(4), a(5)],
+        vec![a(0), a(9), a(9), a(9), a(9), a(9)],
+        vec![a(0), a(1), a(2), a(10), a(4), a(5)],
+        vec![a(0), a(1), a(2), a(3), a(11), a(5)],
+    ]
+}
+
+/// After a one-row prefill repeated into 8 rows, one call over
+/// [`round_rows`]: every two rows fed the same tokens through a position
+/// must get the same logits there, bit for bit. The cache's 1 → K copy on
+/// the CPU relies on it (`KvCache`'s `Fed`): it leaves such positions
+/// uncopied.
+fn assert_rows_alike_get_the_same_bits(model: &mut dyn CausalLm, alphabet: &[u32], label: &str) {
+    model.reset();
+    model.forward(&[&alphabet[..5]], Positions::Last).unwrap();
+    model.select_rows(&[0; 8]).unwrap();
+    let rows = round_rows(alphabet);
+    let feed: Vec<&[u32]> = rows.iter().map(Vec::as_slice).collect();
+    let logits = model.forward(&feed, Positions::All).unwrap();
+    let bits = |r: usize, t: usize| -> Vec<u32> {
+        logits
+            .at(r, t)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    let mut pairs = 0;
+    for r in 0..rows.len() {
+        for s in r + 1..rows.len() {
+            for t in 0..rows[r].len() {
+                if rows[r][..=t] == rows[s][..=t] {
+                    assert!(
+                        bits(r, t) == bits(s, t),
+                        "{label}: rows {r} and {s} differ at {t}"
+                    );
+                    pairs += 1;
+                }
+            }
+        }
+    }
+    assert!(pairs > 20, "{label}: only {pairs} pairs compared");
+}
+
+/// The premise of skipping shared positions, on every family and dtype the
+/// CPU runs: the fixtures in f32, f16 and bf16, an OPT as wide as OPT-125M
+/// (wide enough for the matmuls' blocked, multithreaded paths), and the
+/// SmolLM2 GGUF with both matmul paths when it has been fetched. On the CPU
+/// only: other devices copy every position.
+#[test]
+fn rows_fed_the_same_tokens_in_one_call_get_the_same_logits_bit_for_bit() {
+    use specbench::model::device::Precision;
+    for dir in [
+        "opt-tiny-preln",
+        "opt-tiny-postln",
+        "llama-tiny",
+        "qwen2-tiny",
+    ] {
+        let g = golden(dir);
+        let mut alphabet: Vec<u32> = g.rows.concat();
+        alphabet.dedup();
+        for dtype in ["f32", "f16", "bf16"] {
+            let options = LoadOptions {
+                dtype: dtype.parse::<Precision>().unwrap().dtype(),
+                ..LoadOptions::default()
+            };
+            let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
+                .unwrap()
+                .model;
+            assert_rows_alike_get_the_same_bits(
+                model.as_mut(),
+                &alphabet,
+                &format!("{dir} {dtype}"),
+            );
+        }
+    }
+    let alphabet: Vec<u32> = (0..12).map(|i| 3 + 37 * i).collect();
+    for dtype in [candle_core::DType::F32, candle_core::DType::F16] {
+        let mut model = wide_opt(dtype);
+        assert_rows_alike_get_the_same_bits(&mut model, &alphabet, &format!("wide OPT {dtype:?}"));
+    }
+    if let Some(path) = crate::common::smollm2() {
+        use specbench::model::gguf::GgufOptions;
+        use specbench::model::gguf::weights::Matmul;
+        for matmul in [Matmul::Dequantized, Matmul::Quantized] {
+            let options = LoadOptions {
+                gguf: GgufOptions {
+                    matmul,
+                    ..GgufOptions::default()
+                },
+                ..LoadOptions::default()
+            };
+            let mut model = load_checkpoint(path.to_str().unwrap(), &options)
+                .unwrap()
+                .model;
+            assert_rows_alike_get_the_same_bits(
+                model.as_mut(),
+                &alphabet,
+                &format!("SmolLM2 {matmul:?}"),
+            );
+        }
+    }
+}
+
+/// Two layers of OPT-125M's width, random weights, a small vocabulary.
+fn wide_opt(dtype: candle_core::DType) -> specbench::model::opt::Opt {
+    let mut config = specbench::model::opt::opt_shape("125m").unwrap();
+    config.num_hidden_layers = 2;
+    config.vocab_size = 1024;
+    specbench::model::opt::random_opt(config, &candle_core::Device::Cpu, dtype, 5).unwrap()
+}
+
+/// Rounds as the decoders run them, once with the CPU's skipping of the
+/// positions a row shares with the survivor and once copying them all:
+/// every logit the same bit for bit, and fewer positions copied.
+#[test]
+fn skipping_the_positions_rows_share_changes_no_logit() {
+    for dtype in [candle_core::DType::F32, candle_core::DType::F16] {
+        let (mut skipping, mut copying) = (wide_opt(dtype), wide_opt(dtype));
+        copying.set_skip_shared(false);
+        let mut calls: Vec<Vec<Vec<u32>>> = Vec::new();
+        let rounds: [(&[&[u32]], usize, usize); 3] = [
+            // (rows fed, the survivor, positions kept of the call)
+            (&[&[5, 6, 7], &[5, 6, 8], &[5, 9, 7], &[5, 6, 7]], 1, 2),
+            (&[&[11, 12], &[11, 13], &[11, 12], &[14, 12]], 2, 2),
+            (
+                &[&[20, 21, 22], &[20, 21, 22], &[20, 23, 22], &[20, 21, 24]],
+                0,
+                1,
+            ),
+        ];
+        for model in [&mut skipping, &mut copying] {
+            let mut seen = Vec::new();
+            let mut read = |logits: specbench::model::Logits| {
+                let rows = (0..logits.rows)
+                    .flat_map(|r| (0..logits.positions).map(move |t| (r, t)))
+                    .map(|(r, t)| {
+                        logits
+                            .at(r, t)
+                            .unwrap()
+                            .iter()
+                            .map(|x| x.to_bits())
+                            .collect()
+                    })
+                    .collect::<Vec<Vec<u32>>>();
+                seen.push(rows);
+            };
+            read(model.forward(&[&[1, 2, 3, 4]], Positions::Last).unwrap());
+            for (rows, survivor, kept) in rounds {
+                model.select_rows(&[0; 4]).unwrap();
+                read(model.forward(rows, Positions::All).unwrap());
+                model.select_rows(&[survivor]).unwrap();
+                let len = model.cached_len() - rows[0].len() + kept;
+                model.truncate(len).unwrap();
+                // The round's last token, fed to the survivor alone.
+                read(
+                    model
+                        .forward(&[&[30 + survivor as u32]], Positions::Last)
+                        .unwrap(),
+                );
+            }
+            calls.push(seen.concat());
+        }
+        assert!(calls[0] == calls[1], "{dtype:?}: the logits differ");
+        let (skipped, all) = (
+            skipping.cache().positions_copied(),
+            copying.cache().positions_copied(),
+        );
+        assert!(
+            skipped < all,
+            "{dtype:?}: copied {skipped} positions against {all}"
+        );
+    }
+}
