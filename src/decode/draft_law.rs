@@ -39,6 +39,28 @@ impl DraftLaw {
         }
     }
 
+    /// What a law not built yet is built from: its processing and logits
+    /// row (fetched now). `None` once built.
+    pub fn unbuilt(&self) -> Result<Option<(&Processing, &[f32])>> {
+        match self {
+            Self::Deferred {
+                logits,
+                row,
+                processing,
+                law,
+            } if law.get().is_none() => Ok(Some((processing, logits.at(*row, 0)?))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Keeps `built`, the law [`DraftLaw::unbuilt`]'s inputs give, built
+    /// elsewhere (a law already built stays as it was).
+    pub fn keep(&self, built: Dist) {
+        if let Self::Deferred { law, .. } = self {
+            let _ = law.get_or_init(|| Rc::new(built));
+        }
+    }
+
     /// The law, built now if it was not yet.
     pub fn get(&self) -> Result<&Rc<Dist>> {
         match self {

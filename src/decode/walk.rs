@@ -175,7 +175,7 @@ impl<'a> Walker<'a> {
         let length = self.config.draft_len;
         let mut descent = Descent::new(rows.tokens.len());
         for t in 0..length {
-            let p = descent.target_law(scores, t, self.config)?;
+            let p = self.laws_at(scores, t, rows, &descent)?;
             let y = self.select(t, &p, rows, &mut descent, session, rng)?;
             descent.emitted.push(y);
             let next = surviving_rows(&descent.valid, |r| rows.tokens[r][t], y);
@@ -186,6 +186,47 @@ impl<'a> Walker<'a> {
         let bonus = descent.target_law(scores, length, self.config)?;
         descent.emitted.push(bonus.sample(rng.uniform()));
         Ok(descent)
+    }
+
+    /// The target's law after depth `t`, and beside it, on the pool, the
+    /// valid rows' draft laws there that are not built yet: the scheme
+    /// reads them next, and the laws are independent of one another.
+    fn laws_at(
+        &self,
+        scores: &Logits,
+        t: usize,
+        rows: &DraftRows,
+        descent: &Descent,
+    ) -> Result<Dist> {
+        let target_row = scores.at(descent.valid[0], t)?;
+        let mut unbuilt: Vec<&DraftLaw> = Vec::new();
+        for &r in &descent.valid {
+            let law = rows.laws[r][t].as_ref();
+            if !unbuilt.iter().any(|&seen| std::ptr::eq(seen, law)) {
+                unbuilt.push(law);
+            }
+        }
+        let mut inputs = Vec::new();
+        let mut pending = Vec::new();
+        for law in unbuilt {
+            if let Some(input) = law.unbuilt()? {
+                inputs.push(input);
+                pending.push(law);
+            }
+        }
+        let (p, built) = rayon::join(
+            || process(&self.config.target, target_row, "target"),
+            || {
+                inputs
+                    .par_iter()
+                    .map(|&(processing, row)| process(processing, row, "draft"))
+                    .collect::<Vec<Result<Dist>>>()
+            },
+        );
+        for (law, built) in pending.into_iter().zip(built) {
+            law.keep(built?);
+        }
+        p
     }
 
     /// The scheme at depth `t`: prepared for the target law and the valid
