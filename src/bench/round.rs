@@ -72,6 +72,9 @@ pub struct RoundBenchRow {
     pub selection_ms: f64,
     /// Of which the KV cache's `select_rows` and `truncate` (both models).
     pub kv_ms: f64,
+    /// Row positions the 1 → K copies moved per round, the target's and
+    /// the draft's added (each counted once for all its layers).
+    pub kv_positions: f64,
     /// The prompt's cache copied into K rows, once per generation.
     pub broadcast_ms: f64,
     /// The model calls per round, for scale (synthetic logits and the
@@ -142,6 +145,10 @@ impl KvLm {
 
     fn layers(&self) -> usize {
         self.cache.layer_count()
+    }
+
+    fn copied(&self) -> u64 {
+        self.cache.positions_copied()
     }
 }
 
@@ -262,6 +269,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                         .map(|_| 3 + (rng.next_u64() % (config.vocab as u64 - 3)) as u32)
                         .collect();
                     meter.take();
+                    let copied_before = target.copied() + draft.copied();
                     let generation = generate(
                         &mut target,
                         &mut draft,
@@ -277,6 +285,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                     totals.selection += generation.selection_seconds;
                     totals.model += model.as_secs_f64();
                     totals.kv += kv.as_secs_f64();
+                    totals.kv_positions += target.copied() + draft.copied() - copied_before;
                     totals.broadcast.push(broadcast.as_secs_f64() * 1e3);
                 }
                 let per_round = |s: f64| s * 1e3 / totals.rounds as f64;
@@ -290,6 +299,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                     host_ms: per_round(totals.generation - totals.model - broadcast_total),
                     selection_ms: per_round(totals.selection),
                     kv_ms: per_round(totals.kv),
+                    kv_positions: totals.kv_positions as f64 / totals.rounds as f64,
                     broadcast_ms: median(&mut totals.broadcast),
                     model_ms: per_round(totals.model),
                     full_path_laws: crate::dist::top_p_fallbacks() - fallbacks_before,
@@ -318,6 +328,7 @@ struct Totals {
     selection: f64,
     model: f64,
     kv: f64,
+    kv_positions: u64,
     broadcast: Vec<f64>,
 }
 
@@ -341,7 +352,7 @@ impl RoundBenchReport {
         );
         let _ = writeln!(
             out,
-            "{:>3} {:>7} {:>8} {:>7} {:>10} {:>9} {:>12} {:>9} {:>14} {:>10} {:>10}",
+            "{:>3} {:>7} {:>8} {:>7} {:>10} {:>9} {:>12} {:>9} {:>8} {:>14} {:>10} {:>10}",
             "K",
             "prompt",
             "draft T",
@@ -350,6 +361,7 @@ impl RoundBenchReport {
             "host ms",
             "selection ms",
             "kv ms",
+            "kv pos",
             "broadcast ms",
             "model ms",
             "full laws"
@@ -357,7 +369,7 @@ impl RoundBenchReport {
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "{:>3} {:>7} {:>8} {:>7} {:>10.2} {:>9.3} {:>12.3} {:>9.3} {:>14.2} {:>10.3} {:>10}",
+                "{:>3} {:>7} {:>8} {:>7} {:>10.2} {:>9.3} {:>12.3} {:>9.3} {:>8.1} {:>14.2} {:>10.3} {:>10}",
                 r.k,
                 r.prompt,
                 r.draft_temperature,
@@ -366,6 +378,7 @@ impl RoundBenchReport {
                 r.host_ms,
                 r.selection_ms,
                 r.kv_ms,
+                r.kv_positions,
                 r.broadcast_ms,
                 r.model_ms,
                 r.full_path_laws

@@ -340,6 +340,16 @@ fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
         let host = row["host_ms"].as_f64().unwrap();
         let parts = row["selection_ms"].as_f64().unwrap() + row["kv_ms"].as_f64().unwrap();
         assert!(host > 0.0 && parts <= host, "{row}");
+        // Positions copied into other rows: none at K = 1; at K = 3, the
+        // draft's always (its last token is fed to the survivor alone),
+        // and at most L + 1 per row and model.
+        let k = row["k"].as_f64().unwrap();
+        let copied = row["kv_positions"].as_f64().unwrap();
+        if k == 1.0 {
+            assert_eq!(copied, 0.0, "{row}");
+        } else {
+            assert!(copied > 0.0 && copied <= 2.0 * (k - 1.0) * 6.0, "{row}");
+        }
         // A round processes at least one draft law per depth (L = 5): the
         // certified top-p path must take nearly all of them.
         let full = row["full_path_laws"].as_u64().unwrap();
