@@ -64,6 +64,27 @@ fn test_device() -> candle_core::Device {
     choice.open().unwrap()
 }
 
+/// The fixtures written from transformers that run through the cache.
+const CACHED: [&str; 4] = [
+    "opt-tiny-preln",
+    "opt-tiny-postln",
+    "llama-tiny",
+    "qwen2-tiny",
+];
+
+/// Fixture `dir` with weights in `dtype` (`f32`, `f16`, `bf16`) on `device`.
+fn load_in(dir: &str, dtype: &str, device: candle_core::Device) -> Box<dyn CausalLm> {
+    use specbench::model::device::Precision;
+    let options = LoadOptions {
+        dtype: dtype.parse::<Precision>().unwrap().dtype(),
+        device,
+        ..LoadOptions::default()
+    };
+    load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
+        .unwrap()
+        .model
+}
+
 fn load(dir: &str) -> Box<dyn CausalLm> {
     load_checkpoint(
         fixtures().join(dir).to_str().unwrap(),
@@ -125,12 +146,7 @@ fn qwen2_with_qkv_biases_and_an_untied_head_matches_transformers() {
 
 #[test]
 fn the_cache_reproduces_the_full_forward_incrementally_after_rollback_and_row_selection() {
-    for name in [
-        "opt-tiny-preln",
-        "opt-tiny-postln",
-        "llama-tiny",
-        "qwen2-tiny",
-    ] {
+    for name in CACHED {
         let g = golden(name);
         let mut model = load(name);
         let row = &g.rows[1];
@@ -312,24 +328,11 @@ fn half_precision_weights_stay_close_to_transformers_f32_logits() {
     // rounding those formats allow. Unit roundoff: 2⁻¹¹ for f16, 2⁻⁸ for
     // bf16; the bound allows 16 such roundings of the largest logit (about
     // 1.5 are measured).
-    use specbench::model::device::Precision;
-    for dir in [
-        "opt-tiny-preln",
-        "opt-tiny-postln",
-        "llama-tiny",
-        "qwen2-tiny",
-    ] {
+    for dir in CACHED {
         let g = golden(dir);
         let largest = g.logits.iter().fold(0f32, |m, x| m.max(x.abs()));
         for (dtype, roundoff) in [("f16", 2f32.powi(-11)), ("bf16", 2f32.powi(-8))] {
-            let options = LoadOptions {
-                dtype: dtype.parse::<Precision>().unwrap().dtype(),
-                device: test_device(),
-                ..LoadOptions::default()
-            };
-            let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
-                .unwrap()
-                .model;
+            let mut model = load_in(dir, dtype, test_device());
             let worst = batch_difference(model.as_mut(), &g);
             let bound = 16.0 * roundoff * largest;
             eprintln!("{dir} {dtype}: max |Δ| = {worst:.2e} (bound {bound:.2e})");
@@ -355,6 +358,12 @@ fn round_rows(alphabet: &[u32]) -> Vec<Vec<u32>> {
     ]
 }
 
+/// The logits of row `r` at position `t`, as bits.
+fn bits_at(logits: &specbench::model::Logits, r: usize, t: usize) -> Vec<u32> {
+    let row = logits.at(r, t).unwrap();
+    row.iter().map(|x| x.to_bits()).collect()
+}
+
 /// After a one-row prefill repeated into 8 rows, one call over
 /// [`round_rows`]: every two rows fed the same tokens through a position
 /// must get the same logits there, bit for bit. The cache's 1 → K copy on
@@ -367,14 +376,7 @@ fn assert_rows_alike_get_the_same_bits(model: &mut dyn CausalLm, alphabet: &[u32
     let rows = round_rows(alphabet);
     let feed: Vec<&[u32]> = rows.iter().map(Vec::as_slice).collect();
     let logits = model.forward(&feed, Positions::All).unwrap();
-    let bits = |r: usize, t: usize| -> Vec<u32> {
-        logits
-            .at(r, t)
-            .unwrap()
-            .iter()
-            .map(|x| x.to_bits())
-            .collect()
-    };
+    let bits = |r: usize, t: usize| bits_at(&logits, r, t);
     let mut pairs = 0;
     for r in 0..rows.len() {
         for s in r + 1..rows.len() {
@@ -399,24 +401,12 @@ fn assert_rows_alike_get_the_same_bits(model: &mut dyn CausalLm, alphabet: &[u32
 /// only: other devices copy every position.
 #[test]
 fn rows_fed_the_same_tokens_in_one_call_get_the_same_logits_bit_for_bit() {
-    use specbench::model::device::Precision;
-    for dir in [
-        "opt-tiny-preln",
-        "opt-tiny-postln",
-        "llama-tiny",
-        "qwen2-tiny",
-    ] {
+    for dir in CACHED {
         let g = golden(dir);
         let mut alphabet: Vec<u32> = g.rows.concat();
         alphabet.dedup();
         for dtype in ["f32", "f16", "bf16"] {
-            let options = LoadOptions {
-                dtype: dtype.parse::<Precision>().unwrap().dtype(),
-                ..LoadOptions::default()
-            };
-            let mut model = load_checkpoint(fixtures().join(dir).to_str().unwrap(), &options)
-                .unwrap()
-                .model;
+            let mut model = load_in(dir, dtype, candle_core::Device::Cpu);
             assert_rows_alike_get_the_same_bits(
                 model.as_mut(),
                 &alphabet,
@@ -484,14 +474,7 @@ fn skipping_the_positions_rows_share_changes_no_logit() {
             let mut read = |logits: specbench::model::Logits| {
                 let rows = (0..logits.rows)
                     .flat_map(|r| (0..logits.positions).map(move |t| (r, t)))
-                    .map(|(r, t)| {
-                        logits
-                            .at(r, t)
-                            .unwrap()
-                            .iter()
-                            .map(|x| x.to_bits())
-                            .collect()
-                    })
+                    .map(|(r, t)| bits_at(&logits, r, t))
                     .collect::<Vec<Vec<u32>>>();
                 seen.push(rows);
             };
