@@ -453,7 +453,6 @@ impl KvCache {
             self.fed.resize(physical, Vec::new());
             for fed in &mut self.fed {
                 fed.resize(common, Fed::default());
-                fed.truncate(common);
                 fed.extend_from_slice(&copied);
             }
             let from = &from;

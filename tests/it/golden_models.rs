@@ -364,34 +364,50 @@ fn bits_at(logits: &specbench::model::Logits, r: usize, t: usize) -> Vec<u32> {
     row.iter().map(|x| x.to_bits()).collect()
 }
 
-/// After a one-row prefill repeated into 8 rows, one call over
-/// [`round_rows`]: every two rows fed the same tokens through a position
+/// The calls of a round at each batch size a linear layer treats apart
+/// (`model::layers::linear`: a kernel up to 4 rows, `W · xᵀ` up to 32,
+/// candle's matmul beyond): (rows, tokens per row).
+const CALL_SHAPES: [(usize, usize); 7] = [(8, 6), (4, 6), (2, 6), (8, 1), (4, 1), (3, 1), (2, 1)];
+
+/// After a one-row prefill repeated into K rows, one call over the first
+/// K of [`round_rows`], cut to the call's width, for every shape of
+/// [`CALL_SHAPES`]: every two rows fed the same tokens through a position
 /// must get the same logits there, bit for bit. The cache's 1 → K copy on
 /// the CPU relies on it (`KvCache`'s `Fed`): it leaves such positions
 /// uncopied.
 fn assert_rows_alike_get_the_same_bits(model: &mut dyn CausalLm, alphabet: &[u32], label: &str) {
-    model.reset();
-    model.forward(&[&alphabet[..5]], Positions::Last).unwrap();
-    model.select_rows(&[0; 8]).unwrap();
-    let rows = round_rows(alphabet);
-    let feed: Vec<&[u32]> = rows.iter().map(Vec::as_slice).collect();
-    let logits = model.forward(&feed, Positions::All).unwrap();
-    let bits = |r: usize, t: usize| bits_at(&logits, r, t);
-    let mut pairs = 0;
-    for r in 0..rows.len() {
-        for s in r + 1..rows.len() {
-            for t in 0..rows[r].len() {
-                if rows[r][..=t] == rows[s][..=t] {
-                    assert!(
-                        bits(r, t) == bits(s, t),
-                        "{label}: rows {r} and {s} differ at {t}"
-                    );
-                    pairs += 1;
+    for (k, width) in CALL_SHAPES {
+        model.reset();
+        model.forward(&[&alphabet[..5]], Positions::Last).unwrap();
+        model.select_rows(&vec![0; k]).unwrap();
+        let rows: Vec<Vec<u32>> = round_rows(alphabet)
+            .into_iter()
+            .take(k)
+            .map(|row| row[..width].to_vec())
+            .collect();
+        let feed: Vec<&[u32]> = rows.iter().map(Vec::as_slice).collect();
+        let logits = model.forward(&feed, Positions::All).unwrap();
+        let bits = |r: usize, t: usize| bits_at(&logits, r, t);
+        let mut pairs = 0;
+        for r in 0..k {
+            for s in r + 1..k {
+                for t in 0..width {
+                    if rows[r][..=t] == rows[s][..=t] {
+                        assert!(
+                            bits(r, t) == bits(s, t),
+                            "{label}, {k} rows of {width}: rows {r} and {s} differ at {t}"
+                        );
+                        pairs += 1;
+                    }
                 }
             }
         }
+        // Every row starts with the same token.
+        assert!(
+            pairs >= k * (k - 1) / 2,
+            "{label}: only {pairs} pairs compared"
+        );
     }
-    assert!(pairs > 20, "{label}: only {pairs} pairs compared");
 }
 
 /// The premise of skipping shared positions, on every family and dtype the
