@@ -196,7 +196,13 @@ impl Descent {
     /// The target's law after depth `t`. Every valid row holds the same
     /// prefix up to there, so the first one's scores serve.
     pub fn target_law(&self, scores: &Logits, t: usize, config: &DecodeConfig) -> Result<Dist> {
-        process(&config.target, scores.at(self.valid[0], t)?, "target")
+        process(&config.target, self.target_row(scores, t)?, "target")
+    }
+
+    /// The target's logits after depth `t`, which [`Descent::target_law`]
+    /// processes.
+    pub fn target_row<'a>(&self, scores: &'a Logits, t: usize) -> Result<&'a [f32]> {
+        scores.at(self.valid[0], t)
     }
 
     /// Goes one depth down to `next`, the valid rows whose token there was

@@ -198,17 +198,18 @@ impl<'a> Walker<'a> {
         rows: &DraftRows,
         descent: &Descent,
     ) -> Result<Dist> {
-        let target_row = scores.at(descent.valid[0], t)?;
-        let mut unbuilt: Vec<&DraftLaw> = Vec::new();
+        let target_row = descent.target_row(scores, t)?;
+        // The valid rows' laws, each once (rows of one group share one).
+        let mut distinct: Vec<&DraftLaw> = Vec::new();
         for &r in &descent.valid {
             let law = rows.laws[r][t].as_ref();
-            if !unbuilt.iter().any(|&seen| std::ptr::eq(seen, law)) {
-                unbuilt.push(law);
+            if !distinct.iter().any(|&seen| std::ptr::eq(seen, law)) {
+                distinct.push(law);
             }
         }
         let mut inputs = Vec::new();
         let mut pending = Vec::new();
-        for law in unbuilt {
+        for law in distinct {
             if let Some(input) = law.unbuilt()? {
                 inputs.push(input);
                 pending.push(law);

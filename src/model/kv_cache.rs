@@ -88,11 +88,7 @@ impl Buffers {
         }
         for buffer in [&self.k, &self.v] {
             if buffer.device().is_cpu() && buffer.is_contiguous() {
-                buffer.inplace_op1(&CopyRowToAll {
-                    source,
-                    from: from.to_vec(),
-                    to,
-                })?;
+                buffer.inplace_op1(&CopyRowToAll { source, from, to })?;
             } else {
                 copy_row_to_all_by_tensors(buffer, source, earliest, to)?;
             }
@@ -123,14 +119,14 @@ fn copy_row_to_all_by_tensors(
 /// capacity, head_dim]`: for every other row and head, one copy of the
 /// source's `(to − from[row]) · head_dim` values, the rows split among the
 /// threads.
-struct CopyRowToAll {
+struct CopyRowToAll<'a> {
     source: usize,
     /// Per physical row, the first position it takes from the source.
-    from: Vec<usize>,
+    from: &'a [usize],
     to: usize,
 }
 
-impl CopyRowToAll {
+impl CopyRowToAll<'_> {
     fn copy<T: Copy + Send + Sync>(&self, values: &mut [T], layout: &candle_core::Layout) {
         let (rows, heads, capacity, d) = layout
             .shape()
@@ -142,15 +138,15 @@ impl CopyRowToAll {
         let (before, rest) = buffer.split_at_mut(self.source * row_len);
         let (source, after) = rest.split_at_mut(row_len);
         let source = &*source;
-        let from = |row: usize| self.from[row].min(self.to);
-        let starts = (0..self.source).chain(self.source + 1..rows).map(from);
         // The rows side by side: each copy waits on memory, and two
         // threads keep twice as many on the way.
         before
             .par_chunks_mut(row_len)
             .chain(after.par_chunks_mut(row_len))
-            .zip(starts.collect::<Vec<_>>())
-            .for_each(|(row, first)| {
+            .enumerate()
+            .for_each(|(i, row)| {
+                // The i-th row other than the source.
+                let first = self.from[i + usize::from(i >= self.source)].min(self.to);
                 let (from, width) = (first * d, (self.to - first) * d);
                 if width == 0 {
                     return;
@@ -163,7 +159,7 @@ impl CopyRowToAll {
     }
 }
 
-impl candle_core::InplaceOp1 for CopyRowToAll {
+impl candle_core::InplaceOp1 for CopyRowToAll<'_> {
     fn name(&self) -> &'static str {
         "kv-copy-row-to-all"
     }
@@ -556,7 +552,7 @@ mod tests {
                 in_place
                     .inplace_op1(&CopyRowToAll {
                         source,
-                        from: vec![from; 3],
+                        from: &[from; 3],
                         to,
                     })
                     .unwrap();
