@@ -13,6 +13,10 @@
 //! reported apart, since a generation pays it once and not per round.
 //! What remains, divided by the rounds, is the host work per round.
 //!
+//! The pool's threads stay awake through the model calls, as in a run on
+//! a GPU, whose calls leave the CPU idle ([`AwakePool`]);
+//! `--let-pool-sleep` lets them sleep, as on a CPU run.
+//!
 //! Not counted: fetching logit rows from a device (the synthetic models
 //! return host f32 rows), which a GPU run adds per row read.
 
@@ -35,6 +39,7 @@ use crate::model::{
 };
 use crate::rng::SpecRng;
 use crate::select::registry;
+use crate::threads::AwakePool;
 
 #[derive(Clone, Debug)]
 pub struct RoundBenchOptions {
@@ -54,6 +59,9 @@ pub struct RoundBenchOptions {
     pub generations: usize,
     pub max_new_tokens: usize,
     pub seed: u64,
+    /// Keep the pool's threads awake through the model calls, as a run on
+    /// a GPU does ([`AwakePool`]); false lets them sleep, as on a CPU run.
+    pub pool_awake: bool,
 }
 
 /// One (K, prompt, draft T) cell; times in milliseconds.
@@ -94,6 +102,8 @@ pub struct RoundBenchReport {
     pub draft_len: usize,
     pub top_p: f64,
     pub threads: usize,
+    /// Whether the pool's threads stayed awake through the model calls.
+    pub pool_awake: bool,
     pub rows: Vec<RoundBenchRow>,
 }
 
@@ -224,6 +234,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
     if options.generations == 0 || options.max_new_tokens == 0 {
         bail!("a round bench needs at least one generation of at least one token");
     }
+    let _awake = options.pool_awake.then(AwakePool::hold);
     let config = SyntheticConfig::default();
     let meter = Rc::new(Meter::default());
     let mut target = KvLm::new(
@@ -315,6 +326,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
         draft_len: options.draft_len,
         top_p: options.top_p,
         threads: crate::threads::in_use(),
+        pool_awake: options.pool_awake,
         rows,
     })
 }
@@ -337,14 +349,15 @@ impl RoundBenchReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "host work per round, ms ({}, L = {}, target T = 1, top-p {}, V = 50272; KV caches of OPT-{} (target) and OPT-{} (draft) in {}; {} threads)",
+            "host work per round, ms ({}, L = {}, target T = 1, top-p {}, V = 50272; KV caches of OPT-{} (target) and OPT-{} (draft) in {}; {} threads, {} through model calls)",
             self.scheme,
             self.draft_len,
             self.top_p,
             self.target_size,
             self.draft_size,
             self.dtype,
-            self.threads
+            self.threads,
+            if self.pool_awake { "awake" } else { "asleep" }
         );
         let _ = writeln!(
             out,

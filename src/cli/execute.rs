@@ -260,6 +260,7 @@ fn bench_rounds(args: BenchRoundArgs) -> Result<(), String> {
         generations: args.generations,
         max_new_tokens: args.tokens,
         seed: args.seed,
+        pool_awake: !args.let_pool_sleep,
     };
     let report = bench_round(&options).map_err(line)?;
     print_result(&report, args.json, || report.to_table())

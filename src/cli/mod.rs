@@ -414,6 +414,10 @@ pub struct BenchRoundArgs {
     pub threads: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Let the pool's threads sleep through the model calls, as on a CPU
+    /// run (default: they stay awake, as in a run on a GPU).
+    #[arg(long)]
+    pub let_pool_sleep: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

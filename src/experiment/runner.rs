@@ -12,6 +12,7 @@ use super::cell::{CellKind, TempSet};
 use super::config::Config;
 use super::generations::{GenerationLine, GenerationsWriter};
 use super::manifest::{self, FailedCell, Manifest};
+use super::memory::resolved_device;
 use super::metrics::{CellRow, RowContext};
 use super::options::RunOptions;
 use super::output::{CellsWriter, JsonlWriter};
@@ -22,9 +23,11 @@ use super::run_dir::{RunDir, default_out_dir};
 use crate::data::Dataset;
 use crate::decode::{DecodeConfig, Generation, autoregressive, generate};
 use crate::dist::Processing;
+use crate::model::device::DeviceChoice;
 use crate::model::{ModelPair, load_pair};
 use crate::rng::SpecRng;
 use crate::select::SchemeSpec;
+use crate::threads::AwakePool;
 
 /// What a run did.
 #[derive(Clone, Debug)]
@@ -82,6 +85,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     let mut progress = Progress::new(todo.len());
     let fail_cell = std::env::var(FAIL_CELL_VARIABLE).ok();
     let mut failed = Vec::new();
+    let _awake = keeps_pool_awake(config).then(AwakePool::hold);
     for cell in &todo {
         let prompts = (prompts.iter().find(|p| p.dataset == cell.dataset))
             .expect("prompts loaded for every planned dataset");
@@ -233,6 +237,13 @@ impl Sweep {
     }
 }
 
+/// Whether the pool's threads stay awake through the sweep
+/// ([`AwakePool`]): when the models run on a GPU, whose calls leave the
+/// CPU idle. On the CPU the models' own matmuls use the pool.
+pub fn keeps_pool_awake(config: &Config) -> bool {
+    resolved_device(config.models.device) != DeviceChoice::Cpu
+}
+
 /// The stream of a (seed, dataset, prompt): shared by every cell, so schemes
 /// are compared on the same prompts and the same randomness.
 pub fn prompt_rng(seed: u64, dataset: Dataset, prompt: usize) -> SpecRng {
@@ -293,4 +304,23 @@ fn run_cell(
         generations.push(generation);
     }
     Ok(generations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_stays_awake_only_for_models_off_the_cpu() {
+        let (mut config, _) = Config::default_experiment().unwrap();
+        config.models.device = DeviceChoice::Cpu;
+        assert!(!keeps_pool_awake(&config));
+        config.models.device = DeviceChoice::Cuda(Some(1));
+        assert!(keeps_pool_awake(&config));
+        // `auto` opens the CPU in a build without CUDA.
+        if !cfg!(feature = "cuda") {
+            config.models.device = DeviceChoice::Auto;
+            assert!(!keeps_pool_awake(&config));
+        }
+    }
 }

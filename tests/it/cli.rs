@@ -362,6 +362,43 @@ fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
 }
 
 #[test]
+fn bench_round_keeps_the_pool_awake_unless_told_and_decodes_the_same_either_way() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "round",
+            "--drafts",
+            "3",
+            "--prompts",
+            "20",
+            "--draft-temps",
+            "2.4",
+            "--target-size",
+            "125m",
+            "--generations",
+            "1",
+            "--tokens",
+            "12",
+            "--threads",
+            "2",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = specbench(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    let awake = run(&[]);
+    let asleep = run(&["--let-pool-sleep"]);
+    assert_eq!(awake["pool_awake"], true);
+    assert_eq!(asleep["pool_awake"], false);
+    // Which thread runs what changes no token: the same rounds.
+    for field in ["rounds", "tokens_per_round", "kv_positions"] {
+        assert_eq!(awake["rows"][0][field], asleep["rows"][0][field], "{field}");
+    }
+}
+
+#[test]
 fn bench_round_refuses_bad_settings_in_one_line() {
     for args in [
         &["--target-size", "7x"][..],

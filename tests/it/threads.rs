@@ -61,6 +61,8 @@ fn the_manifest_records_the_thread_count_the_pools_use() {
                 .unwrap();
         assert_eq!(manifest["threads"], threads.parse::<u64>().unwrap());
         assert_eq!(manifest["cores"], cores as u64);
+        // The models ran on the CPU: the pool slept between their calls.
+        assert_eq!(manifest["pool_awake"], false);
         assert_eq!(
             manifest["config"]["models"]["threads"],
             threads.parse::<u64>().unwrap()

@@ -26,6 +26,9 @@
 
 use std::sync::OnceLock;
 
+mod awake;
+pub use awake::AwakePool;
+
 use anyhow::{Result, bail};
 
 /// The count [`configure`] settled on.
