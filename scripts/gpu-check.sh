@@ -18,7 +18,8 @@
 #           (default target/cuda/release/it-cuda[.xz], from BUILD_TESTS=1
 #           scripts/build-cuda.sh). Skipped when there is no test binary.
 #   tiny    experiments/tiny.toml twice on the device: `compare` must find
-#           every cell in both runs and the same tokens in each.
+#           every cell in both runs and the same tokens in each, and the
+#           manifest must say the pool stayed awake (GPU) or slept (CPU).
 #   bench   `bench model --sizes 13b --dtype f16` on the device: decode time
 #           over the bandwidth floor at most GPU_CHECK_FLOOR_MAX (3). GPU only
 #           (13B weights do not fit a CPU machine's memory).
@@ -165,13 +166,18 @@ if wanted tiny; then
             > "$OUT/tiny-$i.txt" 2>&1 || { ok=0; tail -n 3 "$OUT/tiny-$i.txt"; }
     done
     if [[ $ok == 1 ]] && "$BIN" compare "$OUT/tiny-1" "$OUT/tiny-2" --json > "$OUT/tiny-compare.json" &&
-        python3 - "$OUT/tiny-compare.json" <<'EOF'; then pass tiny; else fail tiny "the two runs differ (or did not run)"; fi
+        python3 - "$OUT/tiny-compare.json" "$OUT/tiny-1/manifest.json" "$mode" <<'EOF'; then pass tiny; else fail tiny "the two runs differ, did not run, or the pool was not awake on the GPU"; fi
 import json, sys
 c = json.load(open(sys.argv[1]))
 print(f"  {c['same_tokens']} of {c['common_cells']} cells generated the same tokens; "
       f"different: {c['different_tokens']}; only in one run: {c['only_in_base'] + c['only_in_new']}")
+# On the GPU the pool's threads spin through the model calls; on the CPU
+# they do not (docs/threads.md). Binaries older than that have no field.
+awake = json.load(open(sys.argv[2])).get("pool_awake")
+print(f"  pool awake through model calls: {awake}")
 sys.exit(0 if c["common_cells"] > 0 and c["same_tokens"] == c["common_cells"]
-         and not c["different_tokens"] and not c["only_in_base"] and not c["only_in_new"] else 1)
+         and not c["different_tokens"] and not c["only_in_base"] and not c["only_in_new"]
+         and awake in (None, sys.argv[3] == "gpu") else 1)
 EOF
 fi
 
