@@ -307,29 +307,38 @@ fn bad_truncations_are_one_line_errors() {
     }
 }
 
-#[test]
-fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
-    let out = specbench(&[
+/// `bench round` on 20-token prompts, one generation of 12 tokens, an
+/// OPT-125M-shaped target cache, with `extra` flags; its JSON report.
+fn small_round_bench(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
         "bench",
         "round",
-        "--drafts",
-        "1,3",
         "--prompts",
         "20",
-        "--draft-temps",
-        "1.2,2.4",
         "--target-size",
         "125m",
         "--generations",
         "1",
         "--tokens",
         "12",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = specbench(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
+    let report = small_round_bench(&[
+        "--drafts",
+        "1,3",
+        "--draft-temps",
+        "1.2,2.4",
         "--threads",
         "1",
-        "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
     for row in rows {
@@ -364,29 +373,9 @@ fn bench_round_reports_every_cell_and_the_host_work_apart_from_the_model() {
 #[test]
 fn bench_round_keeps_the_pool_awake_unless_told_and_decodes_the_same_either_way() {
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "bench",
-            "round",
-            "--drafts",
-            "3",
-            "--prompts",
-            "20",
-            "--draft-temps",
-            "2.4",
-            "--target-size",
-            "125m",
-            "--generations",
-            "1",
-            "--tokens",
-            "12",
-            "--threads",
-            "2",
-            "--json",
-        ];
+        let mut args = vec!["--drafts", "3", "--draft-temps", "2.4", "--threads", "2"];
         args.extend_from_slice(extra);
-        let out = specbench(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+        small_round_bench(&args)
     };
     let awake = run(&[]);
     let asleep = run(&["--let-pool-sleep"]);
