@@ -170,7 +170,7 @@ pub fn describe(
         "cores": crate::threads::available_cores(),
         // Whether those threads spun through the model calls instead of
         // sleeping (models on a GPU; `threads::AwakePool`).
-        "pool_awake": super::runner::keeps_pool_awake(config),
+        "pool_awake": super::memory::keeps_pool_awake(config),
         "os": std::env::consts::OS,
         "prompts": prompts,
         "seed_stream": "SpecRng::derive(seed, [dataset index (xsum 0, dolly 1, wmt18 2), prompt index]): the same stream for every cell of a dataset and seed",

@@ -12,7 +12,7 @@ use super::cell::{CellKind, TempSet};
 use super::config::Config;
 use super::generations::{GenerationLine, GenerationsWriter};
 use super::manifest::{self, FailedCell, Manifest};
-use super::memory::resolved_device;
+use super::memory::keeps_pool_awake;
 use super::metrics::{CellRow, RowContext};
 use super::options::RunOptions;
 use super::output::{CellsWriter, JsonlWriter};
@@ -23,7 +23,6 @@ use super::run_dir::{RunDir, default_out_dir};
 use crate::data::Dataset;
 use crate::decode::{DecodeConfig, Generation, autoregressive, generate};
 use crate::dist::Processing;
-use crate::model::device::DeviceChoice;
 use crate::model::{ModelPair, load_pair};
 use crate::rng::SpecRng;
 use crate::select::SchemeSpec;
@@ -237,13 +236,6 @@ impl Sweep {
     }
 }
 
-/// Whether the pool's threads stay awake through the sweep
-/// ([`AwakePool`]): when the models run on a GPU, whose calls leave the
-/// CPU idle. On the CPU the models' own matmuls use the pool.
-pub fn keeps_pool_awake(config: &Config) -> bool {
-    resolved_device(config.models.device) != DeviceChoice::Cpu
-}
-
 /// The stream of a (seed, dataset, prompt): shared by every cell, so schemes
 /// are compared on the same prompts and the same randomness.
 pub fn prompt_rng(seed: u64, dataset: Dataset, prompt: usize) -> SpecRng {
@@ -304,23 +296,4 @@ fn run_cell(
         generations.push(generation);
     }
     Ok(generations)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pool_stays_awake_only_for_models_off_the_cpu() {
-        let (mut config, _) = Config::default_experiment().unwrap();
-        config.models.device = DeviceChoice::Cpu;
-        assert!(!keeps_pool_awake(&config));
-        config.models.device = DeviceChoice::Cuda(Some(1));
-        assert!(keeps_pool_awake(&config));
-        // `auto` opens the CPU in a build without CUDA.
-        if !cfg!(feature = "cuda") {
-            config.models.device = DeviceChoice::Auto;
-            assert!(!keeps_pool_awake(&config));
-        }
-    }
 }
