@@ -15,8 +15,15 @@ use specbench::model::{CausalLm, Positions, Tokenizer};
 
 use crate::common::smollm2;
 
-/// transformers and specbench dequantize the same blocks to f32.
-const TOLERANCE: f64 = 1e-4;
+/// transformers and specbench dequantize the same blocks to f32, then sum
+/// the same products in different orders: PyTorch's BLAS on one side,
+/// gemm on ours, which sizes its blocks (and so splits its sums) from the
+/// CPU's cache sizes read at run time. Through 30 layers that moved the
+/// logits by up to 9.7e-5 on an AMD EPYC and 1.18e-4 on an Intel Xeon
+/// (2 MB L2), where a 1e-4 bound failed; 5e-4 leaves room for other
+/// CPUs. A wrong model is far outside it: leaving the Q/K rows in
+/// llama.cpp's order moves them by 27.5.
+const TOLERANCE: f64 = 5e-4;
 
 fn golden() -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2/golden.json");
