@@ -639,28 +639,16 @@ mod tests {
                     call += 1;
                     let shared = next(2) == 0;
                     let fed: Vec<Vec<u32>> = (0..rows)
-                        .map(|r| {
-                            let _ = r;
+                        .map(|_| {
                             (0..width)
                                 .map(|p| if shared && p == 0 { 7 } else { next(3) as u32 })
                                 .collect()
                         })
                         .collect();
-                    let mut values = Vec::with_capacity(rows * WIDE * width);
-                    for (r, row) in fed.iter().enumerate() {
-                        let mut added = Vec::new();
-                        for &t in row {
-                            tokens[r].push(t);
-                            added.push(computed(&tokens[r], call));
-                        }
-                        for head in 0..2 {
-                            for position in &added {
-                                values.extend_from_slice(&position[head * 3..head * 3 + 3]);
-                            }
-                        }
-                        reference[r].extend(added);
+                    let (kv, added) = computed_call(&mut tokens, &fed, call);
+                    for (row, added) in reference.iter_mut().zip(added) {
+                        row.extend(added);
                     }
-                    let kv = Tensor::from_vec(values, (rows, 2, width, 3), &Device::Cpu).unwrap();
                     let len = reference[0].len();
                     let want: Vec<f32> = (0..rows)
                         .flat_map(|r| {
@@ -723,12 +711,18 @@ mod tests {
         );
     }
 
-    /// Feeds `fed` (one row of tokens each) to `cache` as a model would,
-    /// with `histories` the rows' tokens so far, and returns the keys.
-    fn feed(cache: &mut KvCache, histories: &mut [Vec<u32>], fed: &[Vec<u32>]) -> Tensor {
-        let call = cache.calls + 1;
+    /// The keys (and values) a model computes in call `call` fed `fed`
+    /// (one row of tokens each) after `histories`, which take the tokens:
+    /// the call's `[rows, 2, width, 3]` tensor, and each row's new
+    /// positions.
+    fn computed_call(
+        histories: &mut [Vec<u32>],
+        fed: &[Vec<u32>],
+        call: u64,
+    ) -> (Tensor, Vec<Vec<[f32; WIDE]>>) {
         let width = fed[0].len();
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(fed.len() * WIDE * width);
+        let mut positions = Vec::with_capacity(fed.len());
         for (history, row) in histories.iter_mut().zip(fed) {
             let mut added = Vec::new();
             for &t in row {
@@ -740,8 +734,16 @@ mod tests {
                     values.extend_from_slice(&position[head * 3..head * 3 + 3]);
                 }
             }
+            positions.push(added);
         }
         let kv = Tensor::from_vec(values, (fed.len(), 2, width, 3), &Device::Cpu).unwrap();
+        (kv, positions)
+    }
+
+    /// Feeds `fed` (one row of tokens each) to `cache` as a model would,
+    /// with `histories` the rows' tokens so far, and returns the keys.
+    fn feed(cache: &mut KvCache, histories: &mut [Vec<u32>], fed: &[Vec<u32>]) -> Tensor {
+        let (kv, _) = computed_call(histories, fed, cache.calls + 1);
         let (k, _) = cache.append(0, kv.clone(), kv).unwrap();
         cache.advance(&refs(fed));
         k
