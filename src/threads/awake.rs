@@ -21,7 +21,7 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// CPU pause hints between two looks for pool work that found none: a
 /// look reads the other threads' queues, and a look every few hundred
@@ -96,7 +96,7 @@ fn work_until(stop: &AtomicBool) {
 }
 
 /// Threads of any pool spinning in [`work_until`] now (for tests).
-static SPINNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
 
 #[cfg(test)]
 mod tests {
