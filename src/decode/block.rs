@@ -9,7 +9,7 @@ use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, pro
 use crate::dist::Dist;
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
-use crate::select::block::BlockVerifier;
+use crate::select::block::{BlockResidual, BlockVerifier};
 
 /// Decodes `prompt` with block verification of one chain (draft 1's laws).
 pub fn generate(
@@ -17,6 +17,19 @@ pub fn generate(
     draft: &mut dyn CausalLm,
     prompt: &[u32],
     config: &DecodeConfig,
+    rng: &mut SpecRng,
+) -> Result<Generation> {
+    generate_with(target, draft, prompt, config, BlockResidual::Block, rng)
+}
+
+/// [`generate`] drawing each correction from `residual`: the block rule's
+/// (exact), or the token-wise one that `parity` runs as a mutant.
+pub fn generate_with(
+    target: &mut dyn CausalLm,
+    draft: &mut dyn CausalLm,
+    prompt: &[u32],
+    config: &DecodeConfig,
+    residual: BlockResidual,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
     let mut session = Session::start(target, draft, prompt, config)?;
@@ -35,7 +48,9 @@ pub fn generate(
             q: q_laws.iter().collect(),
             tokens: &tokens,
         };
-        let (tau, y) = session.clock.select(&mut round, || verify(&verifier, rng));
+        let (tau, y) = session
+            .clock
+            .select(&mut round, || verify(&verifier, residual, rng));
         let mut emitted: Vec<u32> = tokens[..tau].to_vec();
         emitted.push(y);
         round.accepted = tau;
@@ -75,11 +90,11 @@ fn draft_chain(
 /// The block verifier's keep-test over the chain (L uniforms), then the
 /// next token from the kept prefix's residual (one more): the number of
 /// draft tokens kept and the token after them.
-fn verify(verifier: &BlockVerifier, rng: &mut SpecRng) -> (usize, u32) {
+fn verify(verifier: &BlockVerifier, residual: BlockResidual, rng: &mut SpecRng) -> (usize, u32) {
     let weights = verifier.weights();
     let uniforms: Vec<f64> = (0..verifier.tokens.len()).map(|_| rng.uniform()).collect();
     let tau = verifier.keep(&weights, &uniforms);
-    let next = verifier.next_law(&weights, tau);
+    let next = verifier.next_law_with(&weights, tau, residual);
     let u = rng.uniform();
     let y = crate::dist::sample_with(next.len(), |i| next[i].1, u)
         .map(|i| next[i].0)

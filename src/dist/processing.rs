@@ -65,6 +65,17 @@ impl Processing {
         Ok(self.law(logits, max))
     }
 
+    /// [`Self::apply`] computed from every token's exact weight, never from
+    /// the certified estimates: the definition, which `parity` scores
+    /// emitted text with so that the fast path is checked against it.
+    pub fn apply_plain<T: Copy + Into<f64> + Sync + 'static>(
+        &self,
+        logits: &[T],
+    ) -> Result<Dist, String> {
+        let max = self.checked_max(logits)?;
+        Ok(self.full(logits, max))
+    }
+
     /// The largest logit, once the settings and the logits are checked:
     /// what `apply` and `draw` both start from.
     fn checked_max<T: Copy + Into<f64> + Sync + 'static>(

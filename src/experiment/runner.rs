@@ -243,6 +243,25 @@ pub fn prompt_rng(seed: u64, dataset: Dataset, prompt: usize) -> SpecRng {
     SpecRng::derive(seed, &[dataset_index as u64, prompt as u64])
 }
 
+/// How a cell decodes: the config's decode settings with the cell's draft
+/// temperatures, every node logged. `parity` decodes with the same.
+pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
+    let top_k = (config.decode.top_k > 0).then_some(config.decode.top_k);
+    let processing = |temperature| Processing {
+        temperature,
+        top_k,
+        top_p: config.decode.top_p,
+    };
+    DecodeConfig {
+        draft_len: config.decode.draft_len,
+        max_new_tokens: config.decode.max_new_tokens,
+        target: processing(config.decode.target_temp),
+        drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
+        log_nodes: true,
+        rank_calibration: Default::default(),
+    }
+}
+
 fn run_cell(
     cell: &Cell,
     config: &Config,
@@ -251,20 +270,7 @@ fn run_cell(
     mut rounds_out: Option<&mut JsonlWriter>,
     progress: &Progress,
 ) -> Result<Vec<Generation>> {
-    let top_k = (config.decode.top_k > 0).then_some(config.decode.top_k);
-    let processing = |temperature| Processing {
-        temperature,
-        top_k,
-        top_p: config.decode.top_p,
-    };
-    let mut decode = DecodeConfig {
-        draft_len: config.decode.draft_len,
-        max_new_tokens: config.decode.max_new_tokens,
-        target: processing(config.decode.target_temp),
-        drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
-        log_nodes: true,
-        rank_calibration: Default::default(),
-    };
+    let mut decode = decode_config(cell, config);
     let scheme = cell.scheme.as_ref().map(SchemeSpec::build);
     let mut generations = Vec::with_capacity(prompts.tokens.len());
     for (i, prompt) in prompts.tokens.iter().enumerate() {

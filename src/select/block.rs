@@ -122,12 +122,26 @@ impl BlockVerifier<'_> {
     /// `norm((w_τ P(·|X^τ) − Q(·|X^τ))_+)`; at τ = γ the bonus `P(·|X^γ)`.
     /// A residual without mass (only through rounding) falls back to P.
     pub fn next_law(&self, weights: &BlockWeights, tau: usize) -> Vec<(u32, f64)> {
+        self.next_law_with(weights, tau, BlockResidual::Block)
+    }
+
+    /// [`Self::next_law`] with the residual `residual` names: the block
+    /// rule's, or the token-wise one of the known wrong reading.
+    pub fn next_law_with(
+        &self,
+        weights: &BlockWeights,
+        tau: usize,
+        residual: BlockResidual,
+    ) -> Vec<(u32, f64)> {
         let p = self.p[tau];
         if tau == self.tokens.len() {
             return p.support().iter().map(|&y| (y, p.get(y))).collect();
         }
         let q = self.q[tau];
-        let w = weights.w[tau];
+        let w = match residual {
+            BlockResidual::Block => weights.w[tau],
+            BlockResidual::TokenWise => 1.0,
+        };
         let residual: Vec<(u32, f64)> = p
             .support()
             .iter()
@@ -141,6 +155,18 @@ impl BlockVerifier<'_> {
             p.support().iter().map(|&y| (y, p.get(y))).collect()
         }
     }
+}
+
+/// The residual a correction is drawn from after a kept prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockResidual {
+    /// `(w_τ·p − q)_+`: block verification's, exact.
+    Block,
+    /// `(p − q)_+`, token-wise SD's residual kept beside the block keep-test:
+    /// the wrong reading that shipped in vllm-project/vllm-ascend #7807. Not
+    /// exact; `specbench parity` runs it as a mutant that must fail
+    /// (docs/exactness.md, "End to end").
+    TokenWise,
 }
 
 /// `Σ_x (w·p(x) − q(x))_+`.
