@@ -16,7 +16,8 @@
 //!    computations and Figure 2; [`inspect`]: `inspect logits`.
 //! 4. [`verify`]: exactness (enumeration) and sampling (G-test) checks.
 //! 5. [`experiment`]: configs, the plan of cells, the sweep and the files it
-//!    writes; [`bench`]: timing of schemes, models and the optimum.
+//!    writes; [`bench`]: timing of schemes, models and the optimum;
+//!    [`parity`]: the emitted text tested against the target's law.
 //! 6. [`report`]: reading runs back: summary and paper tables, figures,
 //!    `compare`.
 //! 7. [`cli`]: the command line: clap definitions and what each command does.
@@ -51,6 +52,7 @@ pub mod experiment;
 pub mod hub;
 pub mod inspect;
 pub mod model;
+pub mod parity;
 pub mod quality;
 pub mod report;
 pub mod rng;

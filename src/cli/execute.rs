@@ -21,7 +21,7 @@ use crate::theory::round_bound::{Instance, InstanceFile, round_bound};
 use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
-use super::run::{fetch_config, run_experiment};
+use super::run::{fetch_config, parity_check, run_experiment};
 use super::*;
 
 /// Runs one parsed command line; the exit code says pass (0) or a verdict
@@ -44,6 +44,7 @@ pub fn execute(cli: Cli) -> Result<ExitCode, String> {
             print_result(&schemes, json, || registry::catalogue_table(&schemes))?;
         }
         Command::Verify(args) => return verify_schemes(args),
+        Command::Parity(args) => return parity_check(*args),
         Command::Theory { command } => match command {
             TheoryCommand::Accept(args) => theory_accept(args)?,
             TheoryCommand::Figure2(args) => return theory_figure2(&args),

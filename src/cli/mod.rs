@@ -57,6 +57,11 @@ pub enum Command {
     },
     /// Check every scheme's exactness: enumeration, sampler consistency, G-tests.
     Verify(VerifyArgs),
+    /// Test the emitted text of every scheme against the target's law, end
+    /// to end on a model pair, with mutants that must fail; or another
+    /// program's generations (`--generations`). Exit 0: every scheme passed
+    /// and every mutant was caught; 1: not so (named).
+    Parity(Box<ParityArgs>),
     /// Exact token-level computations.
     Theory {
         #[command(subcommand)]
@@ -213,6 +218,33 @@ pub struct RunArgs {
     /// what would be fetched) and stop: nothing is loaded or written.
     #[arg(long)]
     pub dry_run: bool,
+    /// Overrides of the config's fields.
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
+/// `specbench parity`: the config and the sweep's flags, then how many
+/// sequences and what to test.
+#[derive(Debug, Args)]
+pub struct ParityArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Sequences decoded per scheme (spread over the prompts in turn).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sequences: u64,
+    /// Leave out the mutants (the decoders with one known mistake that must fail).
+    #[arg(long)]
+    pub no_mutants: bool,
+    /// Score another program's generations (JSONL: prompt ids, emitted ids,
+    /// settings) under the config's target instead of decoding.
+    #[arg(long)]
+    pub generations: Option<PathBuf>,
+    /// The chance that an exact run fails anywhere, all tests together.
+    #[arg(long, default_value_t = 1e-6)]
+    pub alpha: f64,
+    /// Output directory (default results/parity-<name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Overrides of the config's fields.
     #[command(flatten)]
     pub overrides: Overrides,

@@ -7,7 +7,7 @@ use crate::experiment::{Config, Overrides, RunOptions};
 use crate::report::{pooled_vs_sd, summary_table};
 
 use super::output::line;
-use super::{FetchArgs, RunArgs};
+use super::{FetchArgs, ParityArgs, RunArgs};
 
 /// The config a path names (default: experiments/default.toml or the
 /// embedded copy) with the flags' overrides, and where it came from.
@@ -107,4 +107,27 @@ pub fn run_experiment(args: RunArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `specbench parity`: the sweep's subjects (or a file's generations)
+/// tested end to end; exit 1 when a scheme fails or a mutant is not caught.
+pub fn parity_check(args: ParityArgs) -> Result<std::process::ExitCode, String> {
+    let (config, _) = load_config(args.config.path(), &args.overrides)?;
+    crate::threads::configure(config.models.threads).map_err(line)?;
+    let options = crate::parity::ParityOptions {
+        config,
+        sequences: args.sequences as usize,
+        mutants: !args.no_mutants,
+        generations: args.generations,
+        alpha: args.alpha,
+        out: args.out,
+    };
+    let report = crate::parity::run(&options).map_err(line)?;
+    print!("{}", crate::parity::table(&report));
+    println!("results in {}", report.out_dir.display());
+    Ok(if report.holds() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
 }

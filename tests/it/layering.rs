@@ -11,7 +11,7 @@ const FLOORS: &[&[&str]] = &[
     &["model", "select"],
     &["data", "decode", "theory", "inspect"],
     &["verify"],
-    &["experiment", "bench"],
+    &["experiment", "bench", "parity"],
     &["report"],
     &["cli"],
 ];

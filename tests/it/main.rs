@@ -28,6 +28,7 @@ mod machines;
 mod memory_plan;
 mod optimal_decode;
 mod optimal_window;
+mod parity;
 mod plot;
 mod quality;
 mod race;

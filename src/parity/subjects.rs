@@ -1,0 +1,187 @@
+//! What `parity` decodes: every cell of the sweep (target-only, SD and each
+//! scheme at its K and draft temperatures), and beside them the mutants
+//! that must fail — the same decoders with one known mistake each
+//! (docs/exactness.md, "End to end").
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::misread::Misread;
+use crate::decode::{self, DecodeConfig, Generation};
+use crate::experiment::Config;
+use crate::experiment::plan::{Cell, Plan};
+use crate::experiment::runner::decode_config;
+use crate::model::ModelPair;
+use crate::rng::SpecRng;
+use crate::select::block::BlockResidual;
+use crate::select::{Decoding, Scheme, SchemeSpec};
+
+/// The target temperature the target-temperature mutant decodes at, as a
+/// factor of the true one (5 %: the smallest effect to detect).
+pub const TARGET_TEMP_FACTOR: f64 = 1.05;
+/// The factor by which the draft-law mutant misreads the draft temperature.
+pub const DRAFT_LAW_FACTOR: f64 = 1.05;
+
+/// Whether a subject must pass (a scheme of the sweep), must fail (a
+/// mutant), or is under test (another program's generations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Scheme,
+    Mutant,
+    External,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Scheme => "scheme",
+            Role::Mutant => "mutant",
+            Role::External => "external",
+        }
+    }
+}
+
+/// How a subject's sequences are made.
+pub enum Decoder {
+    /// Target-only decoding, one call per token.
+    TargetOnly,
+    /// A scheme through the decode engine (a mutant's wrapped scheme too).
+    Scheme(Box<dyn Scheme>),
+    /// Block verification with the given residual.
+    Block(BlockResidual),
+}
+
+/// One line of the parity table: a scheme or a mutant at its K and draft
+/// temperatures.
+pub struct Subject {
+    pub label: String,
+    pub role: Role,
+    pub k: usize,
+    pub draft_temps: Vec<f64>,
+    pub decoder: Decoder,
+    /// How it decodes; a mutant's may differ from what the text is scored
+    /// with (the target-temperature mutant's does).
+    pub decode: DecodeConfig,
+}
+
+impl Subject {
+    fn of_cell(cell: &Cell, config: &Config) -> Self {
+        let mut decode = decode_config(cell, config);
+        decode.log_nodes = false;
+        Subject {
+            label: cell.scheme_label(),
+            role: Role::Scheme,
+            k: cell.k,
+            draft_temps: cell.draft_temps.clone(),
+            decoder: match &cell.scheme {
+                None => Decoder::TargetOnly,
+                Some(spec) => Decoder::Scheme(spec.build()),
+            },
+            decode,
+        }
+    }
+
+    /// The draft temperatures as one text (`1.2` or `1.2+1.6`; `-` for none).
+    pub fn temps_text(&self) -> String {
+        if self.draft_temps.is_empty() {
+            return "-".into();
+        }
+        let texts: Vec<String> = self.draft_temps.iter().map(|t| t.to_string()).collect();
+        texts.join("+")
+    }
+
+    /// Decodes one sequence from `prompt`.
+    pub fn generate(
+        &self,
+        models: &mut ModelPair,
+        prompt: &[u32],
+        decode: &DecodeConfig,
+        rng: &mut SpecRng,
+    ) -> Result<Generation> {
+        let (target, draft) = (models.target.as_mut(), models.draft.as_mut());
+        match &self.decoder {
+            Decoder::TargetOnly => decode::autoregressive(target, prompt, decode, rng),
+            Decoder::Scheme(scheme) => {
+                decode::generate(target, draft, prompt, scheme.as_ref(), decode, rng)
+            }
+            Decoder::Block(residual) => {
+                decode::block::generate_with(target, draft, prompt, decode, *residual, rng)
+            }
+        }
+    }
+}
+
+/// The sweep's cells of the first dataset and seed as subjects, and with
+/// `mutants`, each (K, draft temperatures) group's mutants after them.
+pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
+    let plan = Plan::build(config)?;
+    let (dataset, seed) = (config.data.datasets[0], config.sweep.seeds[0]);
+    let cells: Vec<&Cell> = (plan.cells.iter())
+        .filter(|c| c.dataset == dataset && c.seed == seed)
+        .collect();
+    let mut subjects: Vec<Subject> = cells.iter().map(|c| Subject::of_cell(c, config)).collect();
+    if mutants {
+        let mut groups: Vec<usize> = cells.iter().map(|c| c.group).collect();
+        groups.dedup();
+        for group in groups {
+            let members: Vec<&Cell> = cells.iter().copied().filter(|c| c.group == group).collect();
+            subjects.extend(mutants_of(&members, config));
+        }
+    }
+    Ok(subjects)
+}
+
+/// A group's mutants: the target decoded 5 % hot by its first scheme (SD
+/// where nothing else runs), the draft law misread by its first walk
+/// scheme, and block verification with the token-wise residual if block
+/// runs in it.
+fn mutants_of(group: &[&Cell], config: &Config) -> Vec<Subject> {
+    let with_scheme: Vec<(&Cell, &SchemeSpec)> = (group.iter())
+        .filter_map(|c| c.scheme.as_ref().map(|s| (*c, s)))
+        .collect();
+    let first = (with_scheme.iter())
+        .find(|(_, s)| s.as_str() != "single")
+        .or(with_scheme.first());
+    let mut out = Vec::new();
+    let Some(&(cell, spec)) = first else {
+        return out;
+    };
+    let mut hot = Subject::of_cell(cell, config);
+    hot.role = Role::Mutant;
+    hot.label = format!("mutant: target T×{TARGET_TEMP_FACTOR} ({spec})");
+    hot.decode.target.temperature *= TARGET_TEMP_FACTOR;
+    out.push(hot);
+    let walk = (with_scheme.iter())
+        .find(|(_, s)| s.as_str() != "single" && matches!(s.build().decoding(), Decoding::Walk));
+    if let Some(&(cell, spec)) = walk {
+        let mut misread = Subject::of_cell(cell, config);
+        misread.role = Role::Mutant;
+        misread.label = format!("mutant: q read at T×{DRAFT_LAW_FACTOR} ({spec})");
+        misread.decoder = Decoder::Scheme(Box::new(Misread {
+            inner: Arc::from(spec.build()),
+            factor: DRAFT_LAW_FACTOR,
+        }));
+        out.push(misread);
+    }
+    let block = (with_scheme.iter()).find(|(_, s)| matches!(s.build().decoding(), Decoding::Block));
+    if let Some(&(cell, _)) = block {
+        let mut tokenwise = Subject::of_cell(cell, config);
+        tokenwise.role = Role::Mutant;
+        tokenwise.label = "mutant: block with the token-wise residual".into();
+        tokenwise.decoder = Decoder::Block(BlockResidual::TokenWise);
+        out.push(tokenwise);
+    }
+    out
+}
+
+/// The target's processing the text is scored under: the config's, never
+/// a mutant's.
+pub fn scoring(config: &Config) -> crate::dist::Processing {
+    crate::dist::Processing {
+        temperature: config.decode.target_temp,
+        top_k: (config.decode.top_k > 0).then_some(config.decode.top_k),
+        top_p: config.decode.top_p,
+    }
+}
