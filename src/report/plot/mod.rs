@@ -6,6 +6,7 @@ pub mod data;
 pub mod draw;
 pub mod figure;
 pub mod figure2;
+pub mod parity;
 pub mod style;
 
 /// Declares each family's module and lists its builder in [`RUN_FIGURES`]:
@@ -92,8 +93,11 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
     for input in inputs {
         figure2::check_not_stale(input)?;
     }
+    let (parity_runs, inputs): (Vec<&PathBuf>, Vec<&PathBuf>) = inputs
+        .iter()
+        .partition(|p| parity::parity_histograms(p).is_some());
     let (theory, runs): (Vec<&PathBuf>, Vec<&PathBuf>) =
-        inputs.iter().partition(|p| figure2::is_figure2_csv(p));
+        inputs.into_iter().partition(|p| figure2::is_figure2_csv(p));
     let mut figures = Vec::new();
     let mut skipped = Vec::new();
     for (n, path) in theory.iter().enumerate() {
@@ -103,13 +107,21 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
         }
         figures.push(figure);
     }
+    for (n, path) in parity_runs.iter().enumerate() {
+        let file = parity::parity_histograms(path).expect("partitioned on it");
+        let mut figure = parity::parity_figure(&file)?;
+        if parity_runs.len() > 1 {
+            figure.name = format!("parity-{}", n + 1);
+        }
+        figures.push(figure);
+    }
     if !runs.is_empty() {
         let runs: Vec<PathBuf> = runs.into_iter().cloned().collect();
         let results = load(&runs)?;
         for run_figures in RUN_FIGURES {
             figures.extend(run_figures(&results.rows, &mut skipped));
         }
-    } else {
+    } else if parity_runs.is_empty() {
         skipped.push(Skip::new(
             "run figures",
             "no run directory or cells.csv given (only Figure 2 CSVs)",
