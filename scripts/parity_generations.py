@@ -40,11 +40,12 @@ def main():
     args = parser.parse_args()
 
     torch.manual_seed(0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(os.path.join(ROOT, "models/tiny-opt-target"))
     load = lambda name: AutoModelForCausalLM.from_pretrained(
-        os.path.join(ROOT, "models", name), torch_dtype=torch.float32).eval()
+        os.path.join(ROOT, "models", name), dtype=torch.float32).to(device).eval()
     target, draft = load("tiny-opt-target"), load("tiny-opt-draft")
-    prompt = tokenizer(PROMPT, return_tensors="pt").input_ids
+    prompt = tokenizer(PROMPT, return_tensors="pt").input_ids.to(device)
     settings = {"temperature": 1.0, "top_p": 0.95, "top_k": 0}
     programs = {
         "transformers-sample": {},
@@ -58,6 +59,7 @@ def main():
                 line = {"prompt": prompt[0].tolist(), "tokens": ids[0, prompt.shape[1]:].tolist(),
                         **settings, "program": program}
                 out.write(json.dumps(line) + "\n")
+                out.flush()
 
 
 if __name__ == "__main__":

@@ -66,10 +66,26 @@ pub struct ParityReport {
 }
 
 impl ParityReport {
-    /// Every scheme passed and every mutant failed.
+    /// Every scheme (and every other program's text) passed, and the run
+    /// had power: at least one mutant, where any ran, was caught. A mutant
+    /// the run could not catch is named in the table with the sequences
+    /// that would catch it, but does not fail the run.
     pub fn holds(&self) -> bool {
-        self.verdicts.iter().all(Verdict::as_expected)
+        holds(&self.verdicts)
     }
+}
+
+/// [`ParityReport::holds`] of a run's verdicts.
+pub fn holds(verdicts: &[Verdict]) -> bool {
+    let must_pass = (verdicts.iter())
+        .filter(|v| v.role != Role::Mutant)
+        .all(|v| v.passes);
+    let mut mutants = verdicts
+        .iter()
+        .filter(|v| v.role == Role::Mutant)
+        .peekable();
+    let caught = mutants.peek().is_none() || mutants.any(|v| !v.passes);
+    must_pass && caught
 }
 
 /// One subject's sequences, scored and tested.

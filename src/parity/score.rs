@@ -14,7 +14,15 @@ use crate::model::{CausalLm, Positions};
 const BATCH: usize = 32;
 
 /// Where a token sits in the target's law at its position: the mass of the
-/// lower ids, and its own probability (0 when it is outside the support).
+/// tokens before it, and its own probability (0 when it is outside the
+/// support).
+///
+/// Tokens are ordered by the law itself, most likely first (ties by id):
+/// any order fixed by the prefix makes the PIT uniform under exactness,
+/// and this one makes the usual errors — a law too hot or too cold, mass
+/// moved between likely and unlikely tokens — shift u one way, where the
+/// tests see them. In id order the same errors scatter over the unit
+/// interval and cancel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TokenScore {
     pub below: f64,
@@ -23,16 +31,17 @@ pub struct TokenScore {
 
 impl TokenScore {
     fn of(law: &Dist, token: u32) -> Self {
-        let below = (law.support().iter())
-            .zip(law.support_probs())
-            .take_while(|&(&id, _)| id < token)
-            .map(|(_, &p)| p)
-            .sum::<f64>();
         let p = if (token as usize) < law.vocab() {
             law.get(token)
         } else {
             0.0
         };
+        let before = |(&id, &q): (&u32, &f64)| q > p || (q == p && id < token);
+        let below = (law.support().iter())
+            .zip(law.support_probs())
+            .filter(|&pair| before(pair))
+            .map(|(_, &q)| q)
+            .sum::<f64>();
         // Normalise by the law's own total: its probabilities sum to 1
         // only up to rounding.
         TokenScore {

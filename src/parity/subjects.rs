@@ -83,10 +83,13 @@ impl Subject {
         }
     }
 
-    /// The draft temperatures as one text (`1.2` or `1.2+1.6`; `-` for none).
+    /// The draft temperatures as one text: `1.2` for identical drafts,
+    /// `1.2+1.6` for different ones, `-` for none.
     pub fn temps_text(&self) -> String {
-        if self.draft_temps.is_empty() {
-            return "-".into();
+        match self.draft_temps.as_slice() {
+            [] => return "-".into(),
+            [first, rest @ ..] if rest.iter().all(|t| t == first) => return first.to_string(),
+            _ => {}
         }
         let texts: Vec<String> = self.draft_temps.iter().map(|t| t.to_string()).collect();
         texts.join("+")
@@ -114,7 +117,7 @@ impl Subject {
 }
 
 /// The sweep's cells of the first dataset and seed as subjects, and with
-/// `mutants`, each (K, draft temperatures) group's mutants after them.
+/// `mutants`, the mutants of each (draft temperatures, K) after them.
 pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
     let plan = Plan::build(config)?;
     let (dataset, seed) = (config.data.datasets[0], config.sweep.seeds[0]);
@@ -123,57 +126,69 @@ pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
         .collect();
     let mut subjects: Vec<Subject> = cells.iter().map(|c| Subject::of_cell(c, config)).collect();
     if mutants {
-        let mut groups: Vec<usize> = cells.iter().map(|c| c.group).collect();
-        groups.dedup();
-        for group in groups {
-            let members: Vec<&Cell> = cells.iter().copied().filter(|c| c.group == group).collect();
+        let mut settings: Vec<(usize, usize)> = Vec::new();
+        for cell in cells.iter().filter(|c| c.scheme.is_some()) {
+            if !settings.contains(&(cell.group, cell.k)) {
+                settings.push((cell.group, cell.k));
+            }
+        }
+        for (group, k) in settings {
+            let members: Vec<(&Cell, &SchemeSpec)> = (cells.iter())
+                .filter(|c| c.group == group && c.k == k)
+                .filter_map(|c| c.scheme.as_ref().map(|s| (*c, s)))
+                .collect();
             subjects.extend(mutants_of(&members, config));
         }
     }
     Ok(subjects)
 }
 
-/// A group's mutants: the target decoded 5 % hot by its first scheme (SD
-/// where nothing else runs), the draft law misread by its first walk
-/// scheme, and block verification with the token-wise residual if block
-/// runs in it.
-fn mutants_of(group: &[&Cell], config: &Config) -> Vec<Subject> {
-    let with_scheme: Vec<(&Cell, &SchemeSpec)> = (group.iter())
-        .filter_map(|c| c.scheme.as_ref().map(|s| (*c, s)))
-        .collect();
-    let first = (with_scheme.iter())
-        .find(|(_, s)| s.as_str() != "single")
-        .or(with_scheme.first());
+/// The mutants of one (draft temperatures, K): the target decoded 5 % hot
+/// and the draft law misread, each by SpecInfer where it runs (else the
+/// first multi-draft scheme, else SD), and at K = 1 block verification
+/// with the token-wise residual where block runs.
+fn mutants_of(cells: &[(&Cell, &SchemeSpec)], config: &Config) -> Vec<Subject> {
+    let is = |s: &SchemeSpec, id: &str| s.as_str().split(':').next() == Some(id);
+    let walk = |s: &SchemeSpec| !is(s, "single") && matches!(s.build().decoding(), Decoding::Walk);
+    let preferred = (cells.iter().find(|(_, s)| is(s, "specinfer")))
+        .or_else(|| cells.iter().find(|(_, s)| walk(s)))
+        .or_else(|| cells.iter().find(|(_, s)| !is(s, "block")));
     let mut out = Vec::new();
-    let Some(&(cell, spec)) = first else {
-        return out;
-    };
-    let mut hot = Subject::of_cell(cell, config);
-    hot.role = Role::Mutant;
-    hot.label = format!("mutant: target T×{TARGET_TEMP_FACTOR} ({spec})");
-    hot.decode.target.temperature *= TARGET_TEMP_FACTOR;
-    out.push(hot);
-    let walk = (with_scheme.iter())
-        .find(|(_, s)| s.as_str() != "single" && matches!(s.build().decoding(), Decoding::Walk));
-    if let Some(&(cell, spec)) = walk {
-        let mut misread = Subject::of_cell(cell, config);
-        misread.role = Role::Mutant;
-        misread.label = format!("mutant: q read at T×{DRAFT_LAW_FACTOR} ({spec})");
-        misread.decoder = Decoder::Scheme(Box::new(Misread {
-            inner: Arc::from(spec.build()),
-            factor: DRAFT_LAW_FACTOR,
-        }));
-        out.push(misread);
+    if let Some(&(cell, spec)) = preferred {
+        let mut hot = mutant(
+            cell,
+            config,
+            format!("target T×{TARGET_TEMP_FACTOR} ({spec})"),
+        );
+        hot.decode.target.temperature *= TARGET_TEMP_FACTOR;
+        out.push(hot);
+        if walk(spec) {
+            let mut misread = mutant(
+                cell,
+                config,
+                format!("q read at T×{DRAFT_LAW_FACTOR} ({spec})"),
+            );
+            misread.decoder = Decoder::Scheme(Box::new(Misread {
+                inner: Arc::from(spec.build()),
+                factor: DRAFT_LAW_FACTOR,
+            }));
+            out.push(misread);
+        }
     }
-    let block = (with_scheme.iter()).find(|(_, s)| matches!(s.build().decoding(), Decoding::Block));
-    if let Some(&(cell, _)) = block {
-        let mut tokenwise = Subject::of_cell(cell, config);
-        tokenwise.role = Role::Mutant;
-        tokenwise.label = "mutant: block with the token-wise residual".into();
+    if let Some(&(cell, _)) = cells.iter().find(|(_, s)| is(s, "block")) {
+        let mut tokenwise = mutant(cell, config, "block with the token-wise residual".into());
         tokenwise.decoder = Decoder::Block(BlockResidual::TokenWise);
         out.push(tokenwise);
     }
     out
+}
+
+/// A cell's subject as a mutant named `what`.
+fn mutant(cell: &Cell, config: &Config, what: String) -> Subject {
+    let mut subject = Subject::of_cell(cell, config);
+    subject.role = Role::Mutant;
+    subject.label = format!("mutant: {what}");
+    subject
 }
 
 /// The target's processing the text is scored under: the config's, never

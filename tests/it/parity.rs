@@ -67,46 +67,90 @@ fn every_scheme() -> Vec<String> {
     ids
 }
 
-fn assert_as_expected(report: &ParityReport) {
+/// Every scheme passes, with no token outside the target's support; the
+/// run's mutants are reported, caught or with the sequences that would
+/// catch them (the suite's few sequences catch only gross errors: the
+/// power test is below, and docs/exactness.md §7.4 has the numbers).
+fn assert_schemes_pass(report: &ParityReport) {
     let table = specbench::parity::table(report);
     for v in &report.verdicts {
-        assert!(
-            v.as_expected(),
-            "{} at K = {}, T {}: {:?}\n{table}",
-            v.subject,
-            v.k,
-            v.draft_temps,
-            v
-        );
+        let at = format!("{} at K = {}, T {}", v.subject, v.k, v.draft_temps);
+        match v.role {
+            Role::Scheme => assert!(v.passes && v.outside == 0, "{at}: {v:?}\n{table}"),
+            Role::Mutant => assert!(!v.passes || v.detectable_from.is_some(), "{at}: {v:?}"),
+            Role::External => unreachable!("no file was given"),
+        }
     }
-    let roles = |role| report.verdicts.iter().filter(|v| v.role == role).count();
-    assert!(roles(Role::Mutant) >= 2, "mutants missing:\n{table}");
-    assert!(roles(Role::Scheme) >= 2, "schemes missing:\n{table}");
+    let count = |role| {
+        report
+            .verdicts
+            .iter()
+            .filter(|v| v.role == role && v.k > 1)
+            .count()
+    };
+    assert!(
+        count(Role::Mutant) >= 4 && count(Role::Scheme) >= 36,
+        "{table}"
+    );
 }
 
-#[test]
-fn every_scheme_passes_and_every_mutant_is_caught_on_the_tiny_pair() {
-    let out = scratch("parity", "every");
-    let report = parity(
-        tiny_config(&every_scheme(), &[2, 8], &[1.2, 2.4]),
-        400,
-        &out,
-    );
-    assert_as_expected(&report);
-    // Tokens were scored past the first round, at depth 2 and more.
+/// Every scheme and mode at K drafts, a cool and a hot draft temperature,
+/// 12 new tokens (2L + 2 at L = 5: the second round is scored), the prompt
+/// cut to 24 tokens.
+fn every_scheme_at(k: usize, sequences: usize, name: &str) {
+    let out = scratch("parity", name);
+    let mut config = tiny_config(&every_scheme(), &[k], &[1.2, 2.4]);
+    config.data.max_prompt_tokens = Some(24);
+    let report = parity(config, sequences, &out);
+    assert_schemes_pass(&report);
+    // Tokens were scored past the first round, and at depth 2 and more.
     for group in ["depth>=2", "round>=2"] {
-        let scored = report
-            .rows
-            .iter()
-            .filter(|r| r.group == group && r.role == Role::Scheme);
-        assert!(
-            scored.clone().count() > 0 && scored.clone().all(|r| r.tokens > 0),
-            "{group}"
-        );
+        let scored = (report.rows.iter())
+            .filter(|r| r.group == group && r.role == Role::Scheme)
+            .map(|r| r.tokens);
+        assert!(scored.sum::<usize>() > 100, "{group}");
     }
     for file in ["parity.csv", "parity-hist.csv", "parity.json"] {
         assert!(out.join(file).is_file(), "{file}");
     }
+}
+
+#[test]
+fn every_scheme_and_mode_passes_at_k2() {
+    every_scheme_at(2, 12, "k2");
+}
+
+#[test]
+fn every_scheme_and_mode_passes_at_k8() {
+    every_scheme_at(8, 6, "k8");
+}
+
+/// The power the suite's small runs rely on, with margin: 150 sequences
+/// catch the 5 % target-temperature error through tokens outside the
+/// target's top-p support alone (an exact engine emits none), many times
+/// over, and the run reports how many sequences the subtler mutants need.
+#[test]
+fn the_target_temperature_mutant_is_caught_with_margin() {
+    let out = scratch("parity", "margin");
+    let mut config = tiny_config(&["specinfer".to_string()], &[2], &[2.4]);
+    config.data.max_prompt_tokens = Some(24);
+    let report = parity(config, 150, &out);
+    let table = specbench::parity::table(&report);
+    assert!(report.holds(), "{table}");
+    let hot = (report.verdicts.iter())
+        .find(|v| v.subject.contains("target T"))
+        .expect("the target-temperature mutant ran");
+    assert!(!hot.passes && hot.outside >= 5, "{hot:?}\n{table}");
+    for v in report.verdicts.iter().filter(|v| v.role == Role::Scheme) {
+        assert_eq!(v.outside, 0, "{v:?}");
+    }
+    let misread = (report.verdicts.iter())
+        .find(|v| v.subject.contains("q read"))
+        .expect("the draft-law mutant ran");
+    assert!(
+        misread.detectable_from.is_some_and(|n| n > 0),
+        "{misread:?}"
+    );
 }
 
 /// Writes `count` target-only generations of the first WMT18 prompt,
@@ -145,7 +189,7 @@ fn another_programs_generations_pass_when_drawn_from_the_target_and_fail_when_no
     let config = tiny_config(&["specinfer".to_string()], &[2], &[1.2]);
     for (temperature, name, should_pass) in [(1.0, "right", true), (1.1, "wrong", false)] {
         let file = dir.join(format!("{name}.jsonl"));
-        write_generations(&config, temperature, 1500, &file);
+        write_generations(&config, temperature, 400, &file);
         let report = run(&ParityOptions {
             config: config.clone(),
             sequences: 1,
