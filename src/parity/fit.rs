@@ -12,7 +12,7 @@ use crate::rng::SpecRng;
 use crate::verify::gtest::g_test;
 
 /// Labels the PIT's own uniforms, apart from every decoding stream.
-const PIT_STREAM: u64 = 0x5049_54; // "PIT"
+const PIT_STREAM: u64 = 0x0050_4954; // "PIT"
 
 /// Where an emitted token stood in its decode: round and depth, 1-based.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

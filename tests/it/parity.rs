@@ -108,7 +108,7 @@ fn every_scheme_at(k: usize, sequences: usize, name: &str) {
         let scored = (report.rows.iter())
             .filter(|r| r.group == group && r.role == Role::Scheme)
             .map(|r| r.tokens);
-        assert!(scored.sum::<usize>() > 100, "{group}");
+        assert!(scored.sum::<usize>() > 50, "{group}");
     }
     for file in ["parity.csv", "parity-hist.csv", "parity.json"] {
         assert!(out.join(file).is_file(), "{file}");
@@ -117,12 +117,12 @@ fn every_scheme_at(k: usize, sequences: usize, name: &str) {
 
 #[test]
 fn every_scheme_and_mode_passes_at_k2() {
-    every_scheme_at(2, 12, "k2");
+    every_scheme_at(2, 8, "k2");
 }
 
 #[test]
 fn every_scheme_and_mode_passes_at_k8() {
-    every_scheme_at(8, 6, "k8");
+    every_scheme_at(8, 4, "k8");
 }
 
 /// The power the suite's small runs rely on, with margin: 150 sequences
