@@ -239,3 +239,26 @@ fn a_bad_generations_file_is_one_line_naming_the_line() {
         assert!(!message.contains('\n'), "{message}");
     }
 }
+
+/// `plot` draws a parity run: a panel per subject with its axis labels,
+/// the exact line, and a legend of its settings (the committed
+/// transformers run).
+#[test]
+fn plot_draws_a_parity_run() {
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/parity-transformers");
+    let out = scratch("parity", "plot");
+    let formats = [specbench::report::plot::ImageFormat::Svg];
+    let report = specbench::report::plot::plot(&[run], &out, &formats).unwrap();
+    assert_eq!(report.written.len(), 1, "{}", report.summary());
+    let svg = std::fs::read_to_string(out.join("parity.svg")).unwrap();
+    for text in [
+        "transformers-assisted",
+        "transformers-sample",
+        "u (randomized PIT)",
+        "observed / expected count",
+        "exact",
+        "no drafts",
+    ] {
+        assert!(svg.contains(text), "{text} missing from the figure");
+    }
+}

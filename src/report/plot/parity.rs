@@ -68,49 +68,9 @@ pub fn parity_figure(file: &Path) -> Result<Figure> {
     }
     let subjects = in_order(rows.iter().map(|r| (r.subject.clone(), r.role.clone())));
     let settings = in_order(rows.iter().map(|r| (r.k, r.draft_temps.clone())));
-    let panels = subjects
-        .iter()
-        .map(|(subject, role)| {
-            let series = (settings.iter().enumerate())
-                .filter_map(|(i, setting)| {
-                    let points: Vec<Point> = (rows.iter())
-                        .filter(|r| {
-                            &r.subject == subject
-                                && (r.k, &r.draft_temps) == (setting.0, &setting.1)
-                        })
-                        .map(|r| Point {
-                            x: (r.bin_low + r.bin_high) / 2.0,
-                            y: if r.expected > 0.0 {
-                                r.count / r.expected
-                            } else {
-                                1.0
-                            },
-                            err: None,
-                        })
-                        .collect();
-                    (!points.is_empty())
-                        .then(|| Series::new(setting_label(setting), style(i), points))
-                })
-                .collect();
-            let title = if role == "external" {
-                format!("{subject} (other program)")
-            } else {
-                subject.clone()
-            };
-            let mut panel = Panel::lines(
-                title,
-                "u (randomized PIT)",
-                "observed / expected count",
-                series,
-            );
-            panel.reference = Some(Reference {
-                y: 1.0,
-                label: "exact".into(),
-            });
-            panel.x_range = Some((0.0, 1.0));
-            panel
-        })
-        .collect::<Vec<_>>();
+    let panels: Vec<Panel> = (subjects.iter())
+        .map(|(subject, role)| subject_panel(subject, role, &settings, &rows))
+        .collect();
     let total: f64 = rows.iter().map(|r| r.count).sum();
     Ok(Figure {
         name: "parity".into(),
@@ -125,9 +85,55 @@ pub fn parity_figure(file: &Path) -> Result<Figure> {
     })
 }
 
+/// A subject's panel: observed over expected counts per bin, one line
+/// per setting it ran at.
+fn subject_panel(
+    subject: &str,
+    role: &str,
+    settings: &[(usize, String)],
+    rows: &[HistogramRow],
+) -> Panel {
+    let series = (settings.iter().enumerate())
+        .filter_map(|(i, setting)| {
+            let points: Vec<Point> = (rows.iter())
+                .filter(|r| {
+                    r.subject == subject && (r.k, &r.draft_temps) == (setting.0, &setting.1)
+                })
+                .map(|r| Point {
+                    x: (r.bin_low + r.bin_high) / 2.0,
+                    y: if r.expected > 0.0 {
+                        r.count / r.expected
+                    } else {
+                        1.0
+                    },
+                    err: None,
+                })
+                .collect();
+            (!points.is_empty()).then(|| Series::new(setting_label(setting), style(i), points))
+        })
+        .collect();
+    let title = if role == "external" {
+        format!("{subject} (other program)")
+    } else {
+        subject.to_string()
+    };
+    let mut panel = Panel::lines(
+        title,
+        "u (randomized PIT)",
+        "observed / expected count",
+        series,
+    );
+    panel.reference = Some(Reference {
+        y: 1.0,
+        label: "exact".into(),
+    });
+    panel.x_range = Some((0.0, 1.0));
+    panel
+}
+
 fn setting_label((k, temps): &(usize, String)) -> String {
     match k {
-        0 => "target only".into(),
+        0 => "no drafts (target only, or another program)".into(),
         _ => format!("K = {k}, draft T {temps}"),
     }
 }
