@@ -27,7 +27,9 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub use fit::{Group, Place, Sequence};
-pub use output::{HISTOGRAM_FILE, MANIFEST_FILE, ParityRow, ROWS_FILE, Verdict, table};
+pub use output::{
+    HISTOGRAM_FILE, MANIFEST_FILE, ParityRow, ROWS_FILE, SEQUENCES_FILE, Verdict, table,
+};
 pub use subjects::{Role, Subject};
 
 use crate::data::Dataset;
@@ -92,6 +94,8 @@ pub fn holds(verdicts: &[Verdict]) -> bool {
 pub(crate) struct Measured {
     pub subject: SubjectInfo,
     pub sequences: Vec<Sequence>,
+    /// The prompts the sequences continue (`Sequence::prompt` indexes them).
+    pub prompts: Vec<Vec<u32>>,
     pub fits: Vec<fit::GroupFit>,
     pub first: fit::FirstCounts,
     pub histogram: Vec<u64>,
@@ -233,6 +237,7 @@ pub(crate) fn measure(
         subject,
         histogram: output::histogram(u.iter().flatten().copied()),
         sequences,
+        prompts: prompts.to_vec(),
         fits,
         first,
         decode_seconds,

@@ -17,6 +17,9 @@ use crate::model::ModelPair;
 pub const ROWS_FILE: &str = "parity.csv";
 pub const HISTOGRAM_FILE: &str = "parity-hist.csv";
 pub const MANIFEST_FILE: &str = "parity.json";
+/// The decoded sequences, in `--generations` format: a run's text can be
+/// scored again (on another device or dtype) without decoding it again.
+pub const SEQUENCES_FILE: &str = "parity-sequences.jsonl";
 /// Bins of the u histogram.
 pub const BINS: usize = 20;
 
@@ -99,6 +102,9 @@ pub fn finish(
         .with_context(|| format!("cannot create {}: choose another --out", out_dir.display()))?;
     write_csv(&out_dir.join(ROWS_FILE), &rows)?;
     write_histograms(&out_dir.join(HISTOGRAM_FILE), &measured)?;
+    if options.generations.is_none() {
+        write_sequences(&out_dir.join(SEQUENCES_FILE), &options.config, &measured)?;
+    }
     let manifest = json!({
         "specbench_version": env!("CARGO_PKG_VERSION"),
         "config": options.config,
@@ -221,6 +227,38 @@ fn write_csv(path: &Path, rows: &[ParityRow]) -> Result<()> {
     }
     writer.flush()?;
     Ok(())
+}
+
+/// Every decoded sequence as a `--generations` line, its program named
+/// by subject, K and draft temperatures.
+fn write_sequences(
+    path: &Path,
+    config: &crate::experiment::Config,
+    measured: &[Measured],
+) -> Result<()> {
+    let scoring = super::subjects::scoring(config);
+    // A run writes the whole file: an earlier run's lines go.
+    if path.exists() {
+        std::fs::remove_file(path).with_context(|| format!("cannot replace {}", path.display()))?;
+    }
+    let mut out = crate::experiment::output::JsonlWriter::open(path)?;
+    for m in measured {
+        let program = format!(
+            "{} K={} T={}",
+            m.subject.label, m.subject.k, m.subject.draft_temps
+        );
+        for sequence in &m.sequences {
+            out.write(&json!({
+                "prompt": m.prompts[sequence.prompt],
+                "tokens": sequence.tokens,
+                "temperature": scoring.temperature,
+                "top_p": scoring.top_p,
+                "top_k": scoring.top_k.unwrap_or(0),
+                "program": program,
+            }))?;
+        }
+    }
+    out.flush()
 }
 
 fn write_histograms(path: &Path, measured: &[Measured]) -> Result<()> {

@@ -51,6 +51,20 @@ fn parity(config: Config, sequences: usize, out: &Path) -> ParityReport {
     .unwrap()
 }
 
+/// The options a run in `out` was made with (read back from its manifest).
+fn options(out: &Path) -> ParityOptions {
+    let text = std::fs::read_to_string(out.join("parity.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    ParityOptions {
+        config: serde_json::from_value(manifest["config"].clone()).unwrap(),
+        sequences: 1,
+        mutants: false,
+        generations: None,
+        alpha: manifest["alpha"].as_f64().unwrap(),
+        out: None,
+    }
+}
+
 /// Every registry scheme and mode, except the ones a K = 2/8 sweep skips.
 fn every_scheme() -> Vec<String> {
     let mut ids: Vec<String> = SCHEMES.iter().map(|e| e.id.to_string()).collect();
@@ -151,6 +165,24 @@ fn the_target_temperature_mutant_is_caught_with_margin() {
         misread.detectable_from.is_some_and(|n| n > 0),
         "{misread:?}"
     );
+    // The decoded text, scored again from the run's sequences file, gives
+    // the same verdicts token for token: a run can be rescored elsewhere.
+    let again = run(&ParityOptions {
+        generations: Some(out.join(specbench::parity::SEQUENCES_FILE)),
+        out: Some(out.join("rescored")),
+        ..options(&out)
+    })
+    .unwrap();
+    assert_eq!(again.verdicts.len(), report.verdicts.len());
+    for a in &report.verdicts {
+        let program = format!("{} K={} T={} (", a.subject, a.k, a.draft_temps);
+        let b = (again.verdicts.iter())
+            .find(|b| b.subject.starts_with(&program))
+            .unwrap_or_else(|| panic!("{program} not rescored"));
+        // The same tokens and the same PIT streams: the same statistics.
+        assert_eq!((a.tokens, a.outside), (b.tokens, b.outside), "{program}");
+        assert_eq!(a.min_p.to_bits(), b.min_p.to_bits(), "{program}");
+    }
 }
 
 /// Writes `count` target-only generations of the first WMT18 prompt,
