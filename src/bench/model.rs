@@ -77,12 +77,13 @@ pub struct ModelBenchRow {
     pub dtype: String,
 }
 
-/// How fast the device reads memory, GB/s: the median of timed sums over
-/// a 512 MiB buffer, every byte read once and nothing written — what a
-/// decode step does with its weights. A copy would count writes too and
-/// overstate the rate at which weights can be streamed (on the 2-core build
-/// machine a copy measured 43–46 GB/s, a read 22–33 GB/s on one thread and
-/// 30–37 GB/s on two).
+/// How fast the device reads memory, GB/s: on the CPU the median of timed
+/// sums over a 512 MiB buffer, every byte read once and nothing written —
+/// what a decode step does with its weights (a copy would count writes too
+/// and overstate the rate: on the 2-core build machine a copy measured
+/// 43–46 GB/s, a read 22–33 GB/s on one thread and 30–37 GB/s on two). On
+/// a GPU a device-to-device copy, which still measures below the card's
+/// rate (docs/cuda.md, "The first GPU check").
 pub fn read_bandwidth(device: &Device) -> Result<f64> {
     const ELEMENTS: usize = 128 << 20; // 512 MiB of f32
     let mut times = Vec::new();
@@ -95,13 +96,18 @@ pub fn read_bandwidth(device: &Device) -> Result<f64> {
             std::hint::black_box(total);
         }
     } else {
+        // A device-to-device copy, counting the bytes it read and wrote: a
+        // GPU's memory serves both at one rate. candle's reductions are not
+        // bound by memory (`sum_all` read 36 GB/s on an H200 rated 4.8
+        // TB/s), so they cannot give the floor.
         let x = candle_core::Tensor::ones(ELEMENTS, DType::F32, device)?;
         for _ in 0..6 {
             device.synchronize()?;
             let start = Instant::now();
-            let total = x.sum_all()?.to_scalar::<f32>()?;
-            times.push(start.elapsed().as_secs_f64());
-            std::hint::black_box(total);
+            let copy = x.copy()?;
+            device.synchronize()?;
+            times.push(start.elapsed().as_secs_f64() / 2.0);
+            std::hint::black_box(copy);
         }
     }
     times.remove(0);
