@@ -60,7 +60,7 @@ pub enum Command {
     /// Test the emitted text of every scheme against the target's law, end
     /// to end on a model pair, with mutants that must fail; or another
     /// program's generations (`--generations`). Exit 0: every scheme passed
-    /// and every mutant was caught; 1: not so (named).
+    /// and a mutant was caught; 1: a scheme failed, or no mutant was caught.
     Parity(Box<ParityArgs>),
     /// Exact token-level computations.
     Theory {

@@ -110,7 +110,7 @@ pub fn run_experiment(args: RunArgs) -> Result<(), String> {
 }
 
 /// `specbench parity`: the sweep's subjects (or a file's generations)
-/// tested end to end; exit 1 when a scheme fails or a mutant is not caught.
+/// tested end to end; exit 1 when a scheme fails or no mutant is caught.
 pub fn parity_check(args: ParityArgs) -> Result<std::process::ExitCode, String> {
     let (config, _) = load_config(args.config.path(), &args.overrides)?;
     crate::threads::configure(config.models.threads).map_err(line)?;

@@ -246,12 +246,7 @@ pub fn prompt_rng(seed: u64, dataset: Dataset, prompt: usize) -> SpecRng {
 /// How a cell decodes: the config's decode settings with the cell's draft
 /// temperatures, every node logged. `parity` decodes with the same.
 pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
-    let top_k = (config.decode.top_k > 0).then_some(config.decode.top_k);
-    let processing = |temperature| Processing {
-        temperature,
-        top_k,
-        top_p: config.decode.top_p,
-    };
+    let processing = |temperature| processing_at(config, temperature);
     DecodeConfig {
         draft_len: config.decode.draft_len,
         max_new_tokens: config.decode.max_new_tokens,
@@ -259,6 +254,15 @@ pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
         drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
         log_nodes: true,
         rank_calibration: Default::default(),
+    }
+}
+
+/// The config's logit processing (top-k 0: none, top-p) at `temperature`.
+pub fn processing_at(config: &Config, temperature: f64) -> Processing {
+    Processing {
+        temperature,
+        top_k: (config.decode.top_k > 0).then_some(config.decode.top_k),
+        top_p: config.decode.top_p,
     }
 }
 

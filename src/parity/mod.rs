@@ -145,6 +145,7 @@ fn decode_and_measure(options: &ParityOptions, models: &mut ModelPair) -> Result
     if prompts.is_empty() {
         bail!("the dataset {dataset} gave no prompts: use --prompts 1 or more");
     }
+    let target = &subjects::scoring(config);
     let bar = progress(subjects.len() * options.sequences);
     let mut measured = Vec::with_capacity(subjects.len());
     for subject in &subjects {
@@ -158,7 +159,6 @@ fn decode_and_measure(options: &ParityOptions, models: &mut ModelPair) -> Result
             k: subject.k,
             draft_temps: subject.temps_text(),
         };
-        let target = &subjects::scoring(config);
         measured.push(measure(
             info,
             sequences,

@@ -178,10 +178,8 @@ fn verdict(m: &Measured, threshold: f64) -> Verdict {
             }
         }
     }
-    let outside: u64 = (m.fits.iter())
-        .find(|f| f.group == super::Group::All)
-        .map_or(0, |f| f.outside);
     let all = m.fits.iter().find(|f| f.group == super::Group::All);
+    let outside = all.map_or(0, |f| f.outside);
     let tokens = all.map_or(0, |f| f.ks.n);
     let passes = outside == 0 && min.0 >= threshold;
     let detectable_from = (m.subject.role == Role::Mutant)

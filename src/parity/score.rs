@@ -96,8 +96,9 @@ pub fn score(
     Ok(Scored { first_law, tokens })
 }
 
-/// One call over `batch` (sequences of `length` tokens): the prompt cached
-/// once, copied to every row, then each row fed its tokens but the last.
+/// One call over `batch` (sequences of `length` tokens): the prompt, cached
+/// once by [`score`], copied to every row, then each row fed its tokens
+/// but the last.
 fn score_batch(
     target: &mut dyn CausalLm,
     prompt: &[u32],
@@ -114,8 +115,9 @@ fn score_batch(
     if length < 2 {
         return Ok(out);
     }
-    target.reset();
-    target.forward(&[prompt], Positions::Last)?;
+    // Back to the cached prompt alone (every row holds it), then one copy
+    // of it per sequence.
+    target.truncate(prompt.len())?;
     target.select_rows(&vec![0; batch.len()])?;
     let feed: Vec<&[u32]> = batch.iter().map(|&i| &sequences[i][..length - 1]).collect();
     let logits = target.forward(&feed, Positions::All)?;

@@ -11,7 +11,7 @@ use super::misread::Misread;
 use crate::decode::{self, DecodeConfig, Generation};
 use crate::experiment::Config;
 use crate::experiment::plan::{Cell, Plan};
-use crate::experiment::runner::decode_config;
+use crate::experiment::runner::{decode_config, processing_at};
 use crate::model::ModelPair;
 use crate::rng::SpecRng;
 use crate::select::block::BlockResidual;
@@ -194,9 +194,5 @@ fn mutant(cell: &Cell, config: &Config, what: String) -> Subject {
 /// The target's processing the text is scored under: the config's, never
 /// a mutant's.
 pub fn scoring(config: &Config) -> crate::dist::Processing {
-    crate::dist::Processing {
-        temperature: config.decode.target_temp,
-        top_k: (config.decode.top_k > 0).then_some(config.decode.top_k),
-        top_p: config.decode.top_p,
-    }
+    processing_at(config, config.decode.target_temp)
 }
