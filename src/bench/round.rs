@@ -270,6 +270,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
                     ],
                     log_nodes: false,
                     rank_calibration: Default::default(),
+                    misread_drafts: None,
                 };
                 let mut totals = Totals::default();
                 let fallbacks_before = crate::dist::top_p_fallbacks();

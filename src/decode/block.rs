@@ -9,7 +9,7 @@ use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, pro
 use crate::dist::Dist;
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
-use crate::select::block::{BlockResidual, BlockVerifier};
+use crate::select::block::{BlockRule, BlockVerifier};
 
 /// Decodes `prompt` with block verification of one chain (draft 1's laws).
 pub fn generate(
@@ -19,17 +19,17 @@ pub fn generate(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
-    generate_with(target, draft, prompt, config, BlockResidual::Block, rng)
+    generate_with(target, draft, prompt, config, BlockRule::Exact, rng)
 }
 
-/// [`generate`] drawing each correction from `residual`: the block rule's
-/// (exact), or the token-wise one that `parity` runs as a mutant.
+/// [`generate`] under `rule`: the exact one, or a wrong reading that
+/// `parity` runs as a mutant.
 pub fn generate_with(
     target: &mut dyn CausalLm,
     draft: &mut dyn CausalLm,
     prompt: &[u32],
     config: &DecodeConfig,
-    residual: BlockResidual,
+    rule: BlockRule,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
     let mut session = Session::start(target, draft, prompt, config)?;
@@ -50,7 +50,7 @@ pub fn generate_with(
         };
         let (tau, y) = session
             .clock
-            .select(&mut round, || verify(&verifier, residual, rng));
+            .select(&mut round, || verify(&verifier, rule, rng));
         let mut emitted: Vec<u32> = tokens[..tau].to_vec();
         emitted.push(y);
         round.accepted = tau;
@@ -90,11 +90,11 @@ fn draft_chain(
 /// The block verifier's keep-test over the chain (L uniforms), then the
 /// next token from the kept prefix's residual (one more): the number of
 /// draft tokens kept and the token after them.
-fn verify(verifier: &BlockVerifier, residual: BlockResidual, rng: &mut SpecRng) -> (usize, u32) {
+fn verify(verifier: &BlockVerifier, rule: BlockRule, rng: &mut SpecRng) -> (usize, u32) {
     let weights = verifier.weights();
     let uniforms: Vec<f64> = (0..verifier.tokens.len()).map(|_| rng.uniform()).collect();
-    let tau = verifier.keep(&weights, &uniforms);
-    let next = verifier.next_law_with(&weights, tau, residual);
+    let tau = verifier.keep_with(&weights, &uniforms, rule);
+    let next = verifier.next_law_with(&weights, tau, rule);
     let u = rng.uniform();
     let y = crate::dist::sample_with(next.len(), |i| next[i].1, u)
         .map(|i| next[i].0)

@@ -51,6 +51,11 @@ pub struct DecodeConfig {
     /// cell (`SCHEMES.md` j, "Estimating π"): `τ*` is built from these
     /// ranks plus the ones this generation observes.
     pub rank_calibration: RankHistogram,
+    /// A deliberate fault, for parity's draft-law mutants only
+    /// (docs/exactness.md, "End to end"): walk schemes are handed draft
+    /// laws built with this processing, while the drafts are drawn with
+    /// `drafts`. `None` in every real decode.
+    pub misread_drafts: Option<Vec<Processing>>,
 }
 
 impl DecodeConfig {

@@ -71,14 +71,22 @@ impl<'a> Walker<'a> {
         laws: Laws,
     ) -> Result<DraftRows> {
         let processing = &self.config.drafts[..self.k];
-        let firsts =
-            session.prefill_draft(draft, |logits| first_laws(logits.at(0, 0)?, processing))?;
+        let misread = self.config.misread_drafts.as_ref().map(|m| &m[..self.k]);
+        let (firsts, read) = session.prefill_draft(draft, |logits| {
+            let row = logits.at(0, 0)?;
+            let firsts = first_laws(row, processing)?;
+            let read = match misread {
+                Some(misread) => first_laws(row, misread)?,
+                None => firsts.clone(),
+            };
+            Ok((firsts, read))
+        })?;
         let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
         let first_drafts = drafts_of(&first_refs, self.identical);
         let tuple = self.scheme.draft_law().sampler(&first_drafts).draw(rng);
         let mut rows = DraftRows {
             tokens: tuple.iter().map(|&x| vec![x]).collect(),
-            laws: firsts[..tuple.len()]
+            laws: read[..tuple.len()]
                 .iter()
                 .map(|q| vec![Rc::new(DraftLaw::Built(q.clone()))])
                 .collect(),
@@ -138,9 +146,10 @@ impl<'a> Walker<'a> {
                 .iter()
                 .zip(drawn)
                 .map(|(&(r, _, _), (tokens, law))| {
-                    let law = match law {
-                        Some(law) => DraftLaw::Built(Rc::new(law)),
-                        None => DraftLaw::deferred(logits.clone(), r, drafts[r]),
+                    let law = match (law, &self.config.misread_drafts) {
+                        (_, Some(misread)) => DraftLaw::deferred(logits.clone(), r, misread[r]),
+                        (Some(law), None) => DraftLaw::Built(Rc::new(law)),
+                        (None, None) => DraftLaw::deferred(logits.clone(), r, drafts[r]),
                     };
                     (tokens.into_iter(), Rc::new(law))
                 })
@@ -398,6 +407,7 @@ mod tests {
             drafts: [0.05, 0.05, 2.4, 2.4].map(processing).to_vec(),
             log_nodes: false,
             rank_calibration: Default::default(),
+            misread_drafts: None,
         };
         let scheme = registry::build("specinfer").unwrap();
         let walker = Walker::new(scheme.as_ref(), &config);

@@ -254,6 +254,7 @@ pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
         drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
         log_nodes: true,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     }
 }
 

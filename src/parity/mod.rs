@@ -14,7 +14,6 @@
 
 pub mod external;
 mod fit;
-pub mod misread;
 mod output;
 mod score;
 pub mod stats;

@@ -294,8 +294,11 @@ fn write_histograms(path: &Path, measured: &[Measured]) -> Result<()> {
 
 /// The short table: one line per subject.
 pub fn table(report: &ParityReport) -> String {
+    let width = (report.verdicts.iter())
+        .map(|v| v.subject.chars().count())
+        .fold("subject".len(), usize::max);
     let mut out = format!(
-        "{:<44} {:>3} {:>9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>7}  verdict\n",
+        "{:<width$} {:>3} {:>9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>7}  verdict\n",
         "subject", "K", "draft T", "tokens", "all KS p", "first G p", "min p", "outside", "seq/s"
     );
     for v in &report.verdicts {
@@ -323,7 +326,7 @@ pub fn table(report: &ParityReport) -> String {
             (_, false) => format!("FAIL at {}", v.min_p_at),
         };
         out += &format!(
-            "{:<44} {:>3} {:>9} {:>7} {:>9.2e} {:>9.2e} {:>9.2e} {:>8} {:>7.1}  {verdict}\n",
+            "{:<width$} {:>3} {:>9} {:>7} {:>9.2e} {:>9.2e} {:>9.2e} {:>8} {:>7.1}  {verdict}\n",
             v.subject, v.k, v.draft_temps, v.tokens, all_p, g_p, v.min_p, v.outside, rate
         );
     }

@@ -3,25 +3,28 @@
 //! that must fail — the same decoders with one known mistake each
 //! (docs/exactness.md, "End to end").
 
-use std::sync::Arc;
-
 use anyhow::Result;
 
-use super::misread::Misread;
 use crate::decode::{self, DecodeConfig, Generation};
+use crate::dist::Processing;
 use crate::experiment::Config;
 use crate::experiment::plan::{Cell, Plan};
 use crate::experiment::runner::{decode_config, processing_at};
 use crate::model::ModelPair;
 use crate::rng::SpecRng;
-use crate::select::block::BlockResidual;
+use crate::select::block::BlockRule;
 use crate::select::{Decoding, Scheme, SchemeSpec};
 
 /// The target temperature the target-temperature mutant decodes at, as a
 /// factor of the true one (5 %: the smallest effect to detect).
 pub const TARGET_TEMP_FACTOR: f64 = 1.05;
-/// The factor by which the draft-law mutant misreads the draft temperature.
+/// The factor by which the draft-temperature mutant misreads the draft
+/// temperature.
 pub const DRAFT_LAW_FACTOR: f64 = 1.05;
+/// The top-k the draft-top-k mutant draws its drafts with, and leaves out
+/// of the law its verifier reads: transformers' default `top_k`, the
+/// setting of huggingface/transformers #47932.
+pub const DRAFT_TOP_K: usize = 50;
 
 /// Whether a subject must pass (a scheme of the sweep), must fail (a
 /// mutant), or is under test (another program's generations).
@@ -49,8 +52,8 @@ pub enum Decoder {
     TargetOnly,
     /// A scheme through the decode engine (a mutant's wrapped scheme too).
     Scheme(Box<dyn Scheme>),
-    /// Block verification with the given residual.
-    Block(BlockResidual),
+    /// Block verification under the given rule.
+    Block(BlockRule),
 }
 
 /// One line of the parity table: a scheme or a mutant at its K and draft
@@ -109,8 +112,8 @@ impl Subject {
             Decoder::Scheme(scheme) => {
                 decode::generate(target, draft, prompt, scheme.as_ref(), decode, rng)
             }
-            Decoder::Block(residual) => {
-                decode::block::generate_with(target, draft, prompt, decode, *residual, rng)
+            Decoder::Block(rule) => {
+                decode::block::generate_with(target, draft, prompt, decode, *rule, rng)
             }
         }
     }
@@ -143,10 +146,11 @@ pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
     Ok(subjects)
 }
 
-/// The mutants of one (draft temperatures, K): the target decoded 5 % hot
-/// and the draft law misread, each by SpecInfer where it runs (else the
-/// first multi-draft scheme, else SD), and at K = 1 block verification
-/// with the token-wise residual where block runs.
+/// The mutants of one (draft temperatures, K): the target decoded 5 % hot,
+/// the draft temperature misread by 5 %, and drafts drawn top-k while the
+/// verifier reads q without it, each by SpecInfer where it runs (else the
+/// first multi-draft walk scheme), and where block runs, block verification
+/// with the token-wise residual and as vllm-ascend shipped it (#7807).
 fn mutants_of(cells: &[(&Cell, &SchemeSpec)], config: &Config) -> Vec<Subject> {
     let is = |s: &SchemeSpec, id: &str| s.as_str().split(':').next() == Some(id);
     let walk = |s: &SchemeSpec| !is(s, "single") && matches!(s.build().decoding(), Decoding::Walk);
@@ -168,17 +172,39 @@ fn mutants_of(cells: &[(&Cell, &SchemeSpec)], config: &Config) -> Vec<Subject> {
                 config,
                 format!("q read at T×{DRAFT_LAW_FACTOR} ({spec})"),
             );
-            misread.decoder = Decoder::Scheme(Box::new(Misread {
-                inner: Arc::from(spec.build()),
-                factor: DRAFT_LAW_FACTOR,
-            }));
+            let drafts = misread.decode.drafts.clone();
+            let read_hot = |p: &Processing| Processing {
+                temperature: p.temperature * DRAFT_LAW_FACTOR,
+                ..*p
+            };
+            misread.decode.misread_drafts = Some(drafts.iter().map(read_hot).collect());
             out.push(misread);
+            if drafts
+                .iter()
+                .all(|p| p.top_k.is_none_or(|k| k > DRAFT_TOP_K))
+            {
+                let mut top_k = mutant(
+                    cell,
+                    config,
+                    format!("drafts drawn top-{DRAFT_TOP_K}, q read without it ({spec})"),
+                );
+                let drawn = |p: &Processing| Processing {
+                    top_k: Some(DRAFT_TOP_K),
+                    ..*p
+                };
+                top_k.decode.drafts = drafts.iter().map(drawn).collect();
+                top_k.decode.misread_drafts = Some(drafts);
+                out.push(top_k);
+            }
         }
     }
     if let Some(&(cell, _)) = cells.iter().find(|(_, s)| is(s, "block")) {
         let mut tokenwise = mutant(cell, config, "block with the token-wise residual".into());
-        tokenwise.decoder = Decoder::Block(BlockResidual::TokenWise);
+        tokenwise.decoder = Decoder::Block(BlockRule::TokenWiseResidual);
         out.push(tokenwise);
+        let mut shipped = mutant(cell, config, "block as vllm-ascend #7807 shipped it".into());
+        shipped.decoder = Decoder::Block(BlockRule::Shipped7807);
+        out.push(shipped);
     }
     out
 }

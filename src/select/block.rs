@@ -122,25 +122,25 @@ impl BlockVerifier<'_> {
     /// `norm((w_τ P(·|X^τ) − Q(·|X^τ))_+)`; at τ = γ the bonus `P(·|X^γ)`.
     /// A residual without mass (only through rounding) falls back to P.
     pub fn next_law(&self, weights: &BlockWeights, tau: usize) -> Vec<(u32, f64)> {
-        self.next_law_with(weights, tau, BlockResidual::Block)
+        self.next_law_with(weights, tau, BlockRule::Exact)
     }
 
-    /// [`Self::next_law`] with the residual `residual` names: the block
-    /// rule's, or the token-wise one of the known wrong reading.
+    /// [`Self::next_law`] with the residual `rule` uses: the block rule's,
+    /// or the token-wise one of the known wrong readings.
     pub fn next_law_with(
         &self,
         weights: &BlockWeights,
         tau: usize,
-        residual: BlockResidual,
+        rule: BlockRule,
     ) -> Vec<(u32, f64)> {
         let p = self.p[tau];
         if tau == self.tokens.len() {
             return p.support().iter().map(|&y| (y, p.get(y))).collect();
         }
         let q = self.q[tau];
-        let w = match residual {
-            BlockResidual::Block => weights.w[tau],
-            BlockResidual::TokenWise => 1.0,
+        let w = match rule {
+            BlockRule::Exact => weights.w[tau],
+            BlockRule::TokenWiseResidual | BlockRule::Shipped7807 => 1.0,
         };
         let residual: Vec<(u32, f64)> = p
             .support()
@@ -157,16 +157,40 @@ impl BlockVerifier<'_> {
     }
 }
 
-/// The residual a correction is drawn from after a kept prefix.
+/// How a block round picks its kept prefix and the token after it: the
+/// exact rule, or one of two wrong readings that `specbench parity` runs
+/// as mutants that must fail (docs/exactness.md, "End to end").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockResidual {
-    /// `(w_τ·p − q)_+`: block verification's, exact.
-    Block,
-    /// `(p − q)_+`, token-wise SD's residual kept beside the block keep-test:
-    /// the wrong reading that shipped in vllm-project/vllm-ascend #7807. Not
-    /// exact; `specbench parity` runs it as a mutant that must fail
-    /// (docs/exactness.md, "End to end").
-    TokenWise,
+pub enum BlockRule {
+    /// Block verification: keep the last success of `h_i`, then draw from
+    /// `(w_τ·p − q)_+`.
+    Exact,
+    /// The block keep-test with token-wise SD's residual `(p − q)_+`.
+    TokenWiseResidual,
+    /// The rule vllm-project/vllm-ascend shipped before its #7807 was
+    /// fixed: keep through the last i where `u_1·…·u_i ≤ w_i` (running
+    /// products of the same uniforms), then draw from `(p − q)_+`.
+    Shipped7807,
+}
+
+impl BlockVerifier<'_> {
+    /// The kept prefix's length under `rule`, from uniforms `u_1..u_γ`.
+    pub fn keep_with(&self, weights: &BlockWeights, uniforms: &[f64], rule: BlockRule) -> usize {
+        match rule {
+            BlockRule::Exact | BlockRule::TokenWiseResidual => self.keep(weights, uniforms),
+            BlockRule::Shipped7807 => {
+                let mut product = 1.0;
+                let mut kept = 0;
+                for i in 1..=self.tokens.len() {
+                    product *= uniforms[i - 1];
+                    if weights.w[i] > 0.0 && product <= weights.w[i] {
+                        kept = i;
+                    }
+                }
+                kept
+            }
+        }
+    }
 }
 
 /// `Σ_x (w·p(x) − q(x))_+`.

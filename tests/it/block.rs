@@ -6,7 +6,8 @@
 use specbench::decode::exact::{RoundModels, block_round_law, round_law};
 use specbench::dist::{Dist, Processing};
 use specbench::model::ToyLm;
-use specbench::select::block::BlockVerifier;
+use specbench::rng::SpecRng;
+use specbench::select::block::{BlockRule, BlockVerifier};
 use specbench::select::single::Single;
 
 fn dist(v: &[f64]) -> Dist {
@@ -106,4 +107,43 @@ fn block_verification_never_emits_less_than_sd_per_round() {
             "V={vocab} L={length}: block {block} < SD {sd}"
         );
     }
+}
+
+/// The first emitted token's chance of being 0 on the binary reference
+/// toy (γ = 2), over `n` sampled rounds under `rule`.
+fn first_token_zero_rate(rule: BlockRule, n: usize) -> f64 {
+    let (p, q) = (dist(&[1.0 / 3.0, 2.0 / 3.0]), dist(&[2.0 / 3.0, 1.0 / 3.0]));
+    let mut rng = SpecRng::new(7);
+    let mut zeros = 0;
+    for _ in 0..n {
+        let tokens: Vec<u32> = (0..2).map(|_| q.sample(rng.uniform())).collect();
+        let verifier = BlockVerifier {
+            p: vec![&p; 3],
+            q: vec![&q; 2],
+            tokens: &tokens,
+        };
+        let weights = verifier.weights();
+        let uniforms = [rng.uniform(), rng.uniform()];
+        let tau = verifier.keep_with(&weights, &uniforms, rule);
+        let next = verifier.next_law_with(&weights, tau, rule);
+        let u = rng.uniform();
+        let y = specbench::dist::sample_with(next.len(), |i| next[i].1, u).unwrap();
+        let first = if tau >= 1 { tokens[0] } else { next[y].0 };
+        zeros += usize::from(first == 0);
+    }
+    zeros as f64 / n as f64
+}
+
+/// The exact rule emits token 0 first with p's 1/3; the rule vllm-ascend
+/// shipped before its #7807 (running products of uniforms against the
+/// capped weights, the token-wise residual) does not — which is why
+/// `parity` runs it as a mutant that must fail.
+#[test]
+fn the_rule_shipped_before_vllm_ascend_7807_is_not_exact() {
+    let n = 200_000;
+    let se = (1.0 / 3.0 * 2.0 / 3.0 / n as f64).sqrt();
+    let exact = first_token_zero_rate(BlockRule::Exact, n);
+    assert!((exact - 1.0 / 3.0).abs() < 5.0 * se, "{exact}");
+    let shipped = first_token_zero_rate(BlockRule::Shipped7807, n);
+    assert!((shipped - 1.0 / 3.0).abs() > 20.0 * se, "{shipped}");
 }

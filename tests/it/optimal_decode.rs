@@ -32,6 +32,7 @@ fn decode(
         drafts: vec![processing; k],
         log_nodes: true,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     let scheme = build("optimal").unwrap();
     generate(

@@ -142,7 +142,8 @@ fn every_scheme_and_mode_passes_at_k8() {
 /// The power the suite's small runs rely on, with margin: 150 sequences
 /// catch the 5 % target-temperature error through tokens outside the
 /// target's top-p support alone (an exact engine emits none), many times
-/// over, and the run reports how many sequences the subtler mutants need.
+/// over, and the draft top-k error by its u's; the run reports how many
+/// sequences the subtler mutants need.
 #[test]
 fn the_target_temperature_mutant_is_caught_with_margin() {
     let out = scratch("parity", "margin");
@@ -158,9 +159,15 @@ fn the_target_temperature_mutant_is_caught_with_margin() {
     for v in report.verdicts.iter().filter(|v| v.role == Role::Scheme) {
         assert_eq!(v.outside, 0, "{v:?}");
     }
+    // Drafts drawn top-50 and verified against q without it (#47932's
+    // mistake) move the law of every accepted token: caught outright.
+    let top_k = (report.verdicts.iter())
+        .find(|v| v.subject.contains("drawn top-"))
+        .expect("the draft top-k mutant ran");
+    assert!(!top_k.passes && top_k.min_p < 1e-20, "{top_k:?}\n{table}");
     let misread = (report.verdicts.iter())
-        .find(|v| v.subject.contains("q read"))
-        .expect("the draft-law mutant ran");
+        .find(|v| v.subject.contains("q read at"))
+        .expect("the draft-temperature mutant ran");
     assert!(
         misread.detectable_from.is_some_and(|n| n > 0),
         "{misread:?}"
@@ -185,6 +192,28 @@ fn the_target_temperature_mutant_is_caught_with_margin() {
     }
 }
 
+/// Block verification as vllm-ascend shipped it before its #7807 (running
+/// products of uniforms against the capped weights, the token-wise
+/// residual) is caught by 50 sequences of 32 tokens with a wide margin; the
+/// exact block rule passes beside it.
+#[test]
+fn the_block_rule_vllm_ascend_shipped_is_caught() {
+    let out = scratch("parity", "block-7807");
+    let mut config = tiny_config(&["block".to_string()], &[1], &[2.4]);
+    config.data.max_prompt_tokens = Some(24);
+    config.decode.max_new_tokens = 32;
+    let report = parity(config, 50, &out);
+    let table = specbench::parity::table(&report);
+    assert!(report.holds(), "{table}");
+    let shipped = (report.verdicts.iter())
+        .find(|v| v.subject.contains("#7807"))
+        .expect("the shipped block mutant ran");
+    assert!(
+        !shipped.passes && shipped.min_p < 1e-12,
+        "{shipped:?}\n{table}"
+    );
+}
+
 /// Writes `count` target-only generations of the first WMT18 prompt,
 /// sampled at `temperature`, as a `--generations` file.
 fn write_generations(config: &Config, temperature: f64, count: usize, path: &Path) {
@@ -202,6 +231,7 @@ fn write_generations(config: &Config, temperature: f64, count: usize, path: &Pat
         drafts: vec![],
         log_nodes: false,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     let mut file = std::fs::File::create(path).unwrap();
     for i in 0..count {

@@ -210,6 +210,7 @@ fn sample_generations(scheme: &dyn Scheme, case: &Case, samples: usize) -> BTree
         drafts: case.drafts.clone(),
         log_nodes: false,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     let mut counts = BTreeMap::new();
     for i in 0..samples {
@@ -273,6 +274,7 @@ fn the_g_test_catches_a_biased_engine_run() {
         drafts: case.drafts.clone(),
         log_nodes: false,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     let mut counts = BTreeMap::new();
     for i in 0..20_000u64 {

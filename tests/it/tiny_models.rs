@@ -108,6 +108,7 @@ fn the_trained_pair_loads_and_generates_speculatively() {
         drafts: vec![Processing::default(); 2],
         log_nodes: true,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     for scheme in ["specinfer", "optimal", "ersd"] {
         let scheme = build(scheme).unwrap();
@@ -159,6 +160,7 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
         ],
         log_nodes: false,
         rank_calibration: Default::default(),
+        misread_drafts: None,
     };
     for seed in 0..3u64 {
         let reference = race_autoregressive(

@@ -247,6 +247,7 @@ mod engine {
             drafts: vec![processing(1.7); K],
             log_nodes: true,
             rank_calibration: Default::default(),
+            misread_drafts: None,
         };
         let scheme = Traversal { tree: mode };
         (0..samples)
