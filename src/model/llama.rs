@@ -84,6 +84,15 @@ pub struct LlamaConfig {
     pub rope_factors: Option<Vec<f64>>,
 }
 
+/// Where a GGUF file keeps a config field (`<arch>.` before each key).
+fn gguf_key(name: &str) -> &'static str {
+    match name {
+        "rms_norm_eps" => "`<arch>.attention.layer_norm_rms_epsilon`",
+        "rope_theta" => "`<arch>.rope.freq_base`",
+        _ => "the matching `<arch>.rope.*` key",
+    }
+}
+
 fn default_eps() -> f64 {
     1e-6
 }
@@ -147,11 +156,57 @@ impl LlamaConfig {
         if self.mlp_bias {
             bail!("mlp_bias = true is not supported (no Llama or Qwen2 checkpoint uses it)");
         }
+        self.check_numbers()?;
         if let Some(s) = self.scaling()
             && let Some(kind) = s.rope_type.as_deref()
             && !matches!(kind, "llama3" | "default")
         {
             bail!("rope_scaling type '{kind}' is not supported (llama3 and default are)");
+        }
+        Ok(())
+    }
+
+    /// Refuses numbers no checkpoint can mean, which would otherwise load
+    /// without a word and give NaN or garbage logits.
+    fn check_numbers(&self) -> Result<()> {
+        let positive = |name: &str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!(
+                    "{name} is {value}: it must be a finite number above 0 (config.json `{name}`; in a GGUF file {})",
+                    gguf_key(name)
+                ))
+            }
+        };
+        positive("rms_norm_eps", self.rms_norm_eps)?;
+        positive("rope_theta", self.theta())?;
+        if let Some(s) = self.scaling() {
+            for (name, value) in [
+                ("factor", s.factor),
+                ("low_freq_factor", s.low_freq_factor),
+                ("high_freq_factor", s.high_freq_factor),
+            ] {
+                if let Some(value) = value {
+                    positive(&format!("rope_scaling.{name}"), value)?;
+                }
+            }
+        }
+        if let Some(factors) = &self.rope_factors
+            && let Some(bad) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0))
+        {
+            bail!(
+                "rope_freqs.weight holds {bad}: every rotary frequency divisor must be a finite number above 0"
+            );
+        }
+        if self.max_position_embeddings == 0 || self.hidden_size == 0 || self.num_hidden_layers == 0
+        {
+            bail!(
+                "max_position_embeddings, hidden_size and num_hidden_layers must be above 0 (they are {}, {}, {})",
+                self.max_position_embeddings,
+                self.hidden_size,
+                self.num_hidden_layers
+            );
         }
         Ok(())
     }
@@ -385,9 +440,11 @@ pub struct LlamaLayers {
     lm_head: Linear,
     blocks: Vec<Block>,
     norm: RmsNorm,
-    /// `cos`/`sin` tables, `[max_positions, head_dim / 2]`.
-    cos: Tensor,
-    sin: Tensor,
+    /// The rotary embedding's inverse frequencies, `head_dim / 2` of them.
+    /// The `cos`/`sin` rows are built per call for the positions it feeds:
+    /// a table for the declared context would size memory by a number the
+    /// file states (10M positions in some), not by what the run needs.
+    inverse: Vec<f64>,
 }
 
 /// A Llama-family causal LM (Llama 3.x, Qwen2.5) with a batched KV cache.
@@ -433,22 +490,33 @@ impl LlamaLayers {
             .map(|i| Block::load(w, &format!("model.layers.{i}"), &config, bias))
             .collect::<Result<Vec<_>>>()?;
         let norm = RmsNorm::load(w, "model.norm", h, config.rms_norm_eps)?;
-        let inverse = config.inverse_frequencies();
-        let positions = config.max_position_embeddings;
-        let angles: Vec<f32> = (0..positions)
-            .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
-            .collect();
-        let angles = Tensor::from_vec(angles, (positions, inverse.len()), w.device())?;
-        let dtype = w.dtype();
         Ok(Self {
-            cos: angles.cos()?.to_dtype(dtype)?,
-            sin: angles.sin()?.to_dtype(dtype)?,
+            inverse: config.inverse_frequencies(),
             embed_tokens: Embedding::new(embedding, h),
             lm_head,
             blocks,
             norm,
             config,
         })
+    }
+}
+
+impl LlamaLayers {
+    /// The `cos` and `sin` rows, `[width, head_dim / 2]`, of positions
+    /// `past..past + width`: the angle `t·f` in f64, rounded to f32, then
+    /// cos/sin on the device and the weights' dtype (the same values, row
+    /// for row, as a table built for every position).
+    fn rotary_rows(&self, past: usize, width: usize, device: &Device) -> Result<(Tensor, Tensor)> {
+        let inverse = &self.inverse;
+        let angles: Vec<f32> = (past..past + width)
+            .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
+            .collect();
+        let angles = Tensor::from_vec(angles, (width, inverse.len()), device)?;
+        let dtype = self.embed_tokens.embeddings().dtype();
+        Ok((
+            angles.cos()?.to_dtype(dtype)?,
+            angles.sin()?.to_dtype(dtype)?,
+        ))
     }
 }
 
@@ -474,8 +542,7 @@ impl Family for LlamaLayers {
 
     fn embed(&self, ids: &Tensor, past: usize) -> Result<(Tensor, (Tensor, Tensor))> {
         let width = ids.dim(1)?;
-        let cos = self.cos.narrow(0, past, width)?;
-        let sin = self.sin.narrow(0, past, width)?;
+        let (cos, sin) = self.rotary_rows(past, width, ids.device())?;
         Ok((self.embed_tokens.forward(ids)?, (cos, sin)))
     }
 

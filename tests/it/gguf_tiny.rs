@@ -473,3 +473,90 @@ fn a_gguf_file_in_a_hub_repo_loads_like_the_local_file_and_then_offline() {
     assert_eq!(hub.seen().len(), requests, "offline made a request");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `metadata` with `key` set to `value` (replacing it where present).
+fn set(metadata: &mut Vec<(String, Value)>, key: &str, value: Value) {
+    metadata.retain(|(k, _)| k != key);
+    metadata.push((key.into(), value));
+}
+
+/// Numbers no checkpoint can mean are refused, each in one line naming the
+/// field; an alignment candle would divide by zero with, or a tensor whose
+/// data is off the file's alignment (llama.cpp refuses both), too.
+#[test]
+fn impossible_numbers_and_misaligned_tensors_are_refused() {
+    let dir = scratch("gguf", "numbers");
+    let cases = [
+        (
+            "llama.rope.freq_base",
+            Value::F32(f32::NAN),
+            "rope_theta is NaN",
+        ),
+        (
+            "llama.rope.freq_base",
+            Value::F32(f32::INFINITY),
+            "rope_theta is inf",
+        ),
+        ("llama.rope.freq_base", Value::F32(-1.0), "rope_theta is -1"),
+        (
+            "llama.attention.layer_norm_rms_epsilon",
+            Value::F32(0.0),
+            "rms_norm_eps is 0",
+        ),
+        (
+            "llama.attention.layer_norm_rms_epsilon",
+            Value::F32(-1e-5),
+            "rms_norm_eps is -0.0000099",
+        ),
+        ("general.alignment", Value::U32(0), "general.alignment is 0"),
+    ];
+    for (i, (key, value, expected)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("case{i}.gguf"));
+        write_llama_tiny(&path, GgmlDType::F32, |m| set(m, key, value.clone()));
+        let err = load_error(&path);
+        assert!(err.contains(expected), "{key}: {err}");
+    }
+    // One tensor's data offset moved by one byte, as a broken writer would.
+    let path = dir.join("misaligned.gguf");
+    write_llama_tiny(&path, GgmlDType::F32, |_| {});
+    let mut bytes = std::fs::read(&path).unwrap();
+    let name = b"output_norm.weight";
+    let at = (bytes.windows(name.len()))
+        .position(|w| w == name)
+        .expect("the tensor's name is in the header");
+    // name, then n_dims (u32), one u64 per dim, the type (u32), the offset.
+    let dims = u32::from_le_bytes(bytes[at + name.len()..][..4].try_into().unwrap()) as usize;
+    let offset_at = at + name.len() + 4 + 8 * dims + 4;
+    let offset = u64::from_le_bytes(bytes[offset_at..][..8].try_into().unwrap());
+    bytes[offset_at..offset_at + 8].copy_from_slice(&(offset + 1).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let err = load_error(&path);
+    assert!(
+        err.contains("output_norm.weight's data offset")
+            && err.contains("not a multiple of general.alignment 32"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file declaring a context of 2^31 positions (real files declare 128k
+/// to 10M) loads and gives the same logits as one declaring 64: nothing is
+/// sized by the declared context (peak memory: docs/testing.md).
+#[test]
+fn a_huge_declared_context_changes_nothing_the_run_computes() {
+    let dir = scratch("gguf", "context");
+    let g = golden();
+    let mut worst = Vec::new();
+    for (name, context) in [("small.gguf", 64u32), ("huge.gguf", 1 << 31)] {
+        let path = dir.join(name);
+        write_llama_tiny(&path, GgmlDType::F32, |m| {
+            set(m, "llama.context_length", Value::U32(context))
+        });
+        let mut model = load(&path, &options(Matmul::Dequantized, true));
+        assert_eq!(model.max_positions(), Some(context as usize));
+        worst.push(difference(model.as_mut(), &g).0);
+    }
+    assert_eq!(worst[0], worst[1]);
+    assert!(worst[0] < 1e-4, "{worst:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,7 +3,7 @@
 //! truncated download is named before any tensor is read.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -11,15 +11,51 @@ use candle_core::Device;
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 
+use super::header::{DEFAULT_ALIGNMENT, check_alignment, declared_alignment};
+
 pub struct GgufFile {
     pub path: PathBuf,
     pub content: Content,
     reader: std::cell::RefCell<BufReader<File>>,
 }
 
-/// Bytes a tensor of `elements` takes in `dtype`.
+/// Bytes a tensor of `elements` takes in `dtype` (saturating: a damaged
+/// table's sizes then fail the file-length check instead of wrapping).
 pub fn tensor_bytes(dtype: GgmlDType, elements: usize) -> usize {
-    elements / dtype.block_size() * dtype.type_size()
+    (elements / dtype.block_size()).saturating_mul(dtype.type_size())
+}
+
+/// A shape's element count, saturating where the dims' product overflows.
+fn element_count(shape: &candle_core::Shape) -> usize {
+    (shape.dims().iter()).fold(1usize, |n, &d| n.saturating_mul(d))
+}
+
+/// Refuses a tensor table llama.cpp would refuse: data offsets off the
+/// file's alignment (read as they stand, the data would be shifted) and
+/// element counts that do not fill whole quantization blocks.
+fn check_tensor_table(content: &Content, alignment: u64, path: &Path) -> Result<()> {
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    for name in names {
+        let t = &content.tensor_infos[name];
+        if t.offset % alignment != 0 {
+            bail!(
+                "{}: tensor {name}'s data offset {} is not a multiple of general.alignment {alignment}: the file is damaged; download or convert it again",
+                path.display(),
+                t.offset
+            );
+        }
+        let elements = element_count(&t.shape);
+        if elements == usize::MAX || elements % t.ggml_dtype.block_size() != 0 {
+            bail!(
+                "{}: tensor {name} has shape {:?}, which does not fill whole {:?} blocks: the file is damaged; download or convert it again",
+                path.display(),
+                t.shape.dims(),
+                t.ggml_dtype
+            );
+        }
+    }
+    Ok(())
 }
 
 impl GgufFile {
@@ -27,6 +63,13 @@ impl GgufFile {
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
         let length = file.metadata()?.len();
         let mut reader = BufReader::new(file);
+        // candle divides by the alignment: refuse a zero before it reads.
+        let alignment = declared_alignment(&mut reader)
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_ALIGNMENT);
+        check_alignment(alignment).with_context(|| format!("{}", path.display()))?;
+        reader.seek(SeekFrom::Start(0))?;
         let content = Content::read(&mut reader).map_err(|e| {
             // candle's message may carry a backtrace after its first line.
             let e = e.to_string();
@@ -36,15 +79,15 @@ impl GgufFile {
                 e.lines().next().unwrap_or_default()
             )
         })?;
+        check_tensor_table(&content, alignment, path)?;
         // The data section must hold every tensor: a cut download reads
         // a valid header and fails (or reads garbage) only tensors later.
-        let end = content
-            .tensor_infos
-            .values()
+        let end = (content.tensor_infos.values())
             .map(|t| {
-                content.tensor_data_offset
-                    + t.offset
-                    + tensor_bytes(t.ggml_dtype, t.shape.elem_count()) as u64
+                let bytes = tensor_bytes(t.ggml_dtype, element_count(&t.shape)) as u64;
+                (content.tensor_data_offset)
+                    .saturating_add(t.offset)
+                    .saturating_add(bytes)
             })
             .max()
             .unwrap_or(content.tensor_data_offset);

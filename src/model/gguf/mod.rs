@@ -9,6 +9,7 @@
 //! and pinned like any checkpoint).
 
 pub mod file;
+pub mod header;
 pub mod quant;
 pub mod tokenizer;
 pub mod weights;
@@ -128,7 +129,12 @@ pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
         .tensor_infos
         .get("token_embd.weight")
         .with_context(|| format!("{} has no token_embd.weight", file.path.display()))?;
-    let vocab = embedding.shape.dims()[0];
+    let vocab = *embedding.shape.dims().first().with_context(|| {
+        format!(
+            "{}: token_embd.weight has no dimensions: the file is damaged",
+            file.path.display()
+        )
+    })?;
     let config = serde_json::json!({
         "vocab_size": vocab,
         "hidden_size": hidden,
@@ -138,13 +144,16 @@ pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
         "num_key_value_heads": file.whole_opt(&key("attention.head_count_kv"))?.unwrap_or(heads),
         "head_dim": head_dim,
         "max_position_embeddings": file.whole(&key("context_length"))?,
-        "rms_norm_eps": file.real_opt(&key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
-        "rope_theta": file.real_opt(&key("rope.freq_base"))?.unwrap_or(10_000.0),
         "tie_word_embeddings": !file.has("output.weight"),
         "eos_token_id": file.whole_opt("tokenizer.ggml.eos_token_id")?,
         "bos_token_id": file.whole_opt("tokenizer.ggml.bos_token_id")?,
     });
     let mut config: LlamaConfig = serde_json::from_value(config)?;
+    // Set directly, not through JSON, which would turn NaN or ∞ into null
+    // and so into the default: the config's check refuses them instead.
+    config.rms_norm_eps =
+        (file.real_opt(&key("attention.layer_norm_rms_epsilon"))?).unwrap_or(1e-5);
+    config.rope_theta = Some((file.real_opt(&key("rope.freq_base"))?).unwrap_or(10_000.0));
     // Llama 3's frequency scaling, as llama.cpp's converter stores it.
     if file.has("rope_freqs.weight") {
         let factors: Vec<f32> = file
