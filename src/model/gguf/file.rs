@@ -38,7 +38,7 @@ fn check_tensor_table(content: &Content, alignment: u64, path: &Path) -> Result<
     names.sort();
     for name in names {
         let t = &content.tensor_infos[name];
-        if t.offset % alignment != 0 {
+        if !t.offset.is_multiple_of(alignment) {
             bail!(
                 "{}: tensor {name}'s data offset {} is not a multiple of general.alignment {alignment}: the file is damaged; download or convert it again",
                 path.display(),
@@ -46,7 +46,7 @@ fn check_tensor_table(content: &Content, alignment: u64, path: &Path) -> Result<
             );
         }
         let elements = element_count(&t.shape);
-        if elements == usize::MAX || elements % t.ggml_dtype.block_size() != 0 {
+        if elements == usize::MAX || !elements.is_multiple_of(t.ggml_dtype.block_size()) {
             bail!(
                 "{}: tensor {name} has shape {:?}, which does not fill whole {:?} blocks: the file is damaged; download or convert it again",
                 path.display(),
