@@ -82,8 +82,8 @@ pub struct ModelBenchRow {
 /// what a decode step does with its weights (a copy would count writes too
 /// and overstate the rate: on the 2-core build machine a copy measured
 /// 43–46 GB/s, a read 22–33 GB/s on one thread and 30–37 GB/s on two). On
-/// a GPU a device-to-device copy, which still measures below the card's
-/// rate (docs/cuda.md, "The first GPU check").
+/// a GPU a matrix–vector product over f16 weights (docs/cuda.md, "The
+/// GPU checks").
 pub fn read_bandwidth(device: &Device) -> Result<f64> {
     const ELEMENTS: usize = 128 << 20; // 512 MiB of f32
     let mut times = Vec::new();
@@ -96,18 +96,21 @@ pub fn read_bandwidth(device: &Device) -> Result<f64> {
             std::hint::black_box(total);
         }
     } else {
-        // A device-to-device copy, counting the bytes it read and wrote: a
-        // GPU's memory serves both at one rate. candle's reductions are not
-        // bound by memory (`sum_all` read 36 GB/s on an H200 rated 4.8
-        // TB/s), so they cannot give the floor.
-        let x = candle_core::Tensor::ones(ELEMENTS, DType::F32, device)?;
+        // A matrix–vector product over 512 MiB of f16 weights: the read a
+        // decode step makes, by the kernel it makes it with (cuBLAS). A
+        // copy counts writes and candle's reductions are not bound by
+        // memory (`sum_all` read 36 GB/s on an H200 rated 4.8 TB/s).
+        let (rows, cols) = (ELEMENTS / 4096, 4096);
+        let weights = candle_core::Tensor::ones((rows, cols), DType::F16, device)?;
+        let x = candle_core::Tensor::ones((cols, 1), DType::F16, device)?;
         for _ in 0..6 {
             device.synchronize()?;
             let start = Instant::now();
-            let copy = x.copy()?;
+            let y = weights.matmul(&x)?;
             device.synchronize()?;
-            times.push(start.elapsed().as_secs_f64() / 2.0);
-            std::hint::black_box(copy);
+            // Half the bytes of the f32 buffer the CPU reads: time per f32 read.
+            times.push(start.elapsed().as_secs_f64() * 2.0);
+            std::hint::black_box(y);
         }
     }
     times.remove(0);

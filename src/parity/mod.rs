@@ -27,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 pub use fit::{Group, Place, Sequence};
 pub use output::{
-    HISTOGRAM_FILE, MANIFEST_FILE, ParityRow, ROWS_FILE, SEQUENCES_FILE, Verdict, table,
+    FORMAT, HISTOGRAM_FILE, MANIFEST_FILE, ParityRow, ROWS_FILE, SEQUENCES_FILE, Verdict, table,
 };
 pub use subjects::{Role, Subject};
 

@@ -23,6 +23,13 @@ pub const SEQUENCES_FILE: &str = "parity-sequences.jsonl";
 /// Bins of the u histogram.
 pub const BINS: usize = 20;
 
+/// What a run's numbers mean, as a number: raised whenever what `parity`
+/// decodes or how it scores changes (the PIT's token order, the mutants),
+/// so that a committed run from before is found stale (tests/it/report.rs).
+/// 2: the PIT orders each law's tokens most likely first; the mutants
+/// include drafts drawn top-50 and block as vllm-ascend shipped it.
+pub const FORMAT: u32 = 2;
+
 /// One subject's tests on one group of tokens.
 #[derive(Clone, Debug, Serialize)]
 pub struct ParityRow {
@@ -107,6 +114,7 @@ pub fn finish(
     }
     let manifest = json!({
         "specbench_version": env!("CARGO_PKG_VERSION"),
+        "format": FORMAT,
         "config": options.config,
         "models": { "target": models.target.info(), "draft": models.draft.info() },
         "generations_file": options.generations.as_ref().map(|p| p.display().to_string()),

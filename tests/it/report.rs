@@ -459,3 +459,35 @@ fn figure2_command_writes_the_csv_and_reports_its_checks() {
     assert_eq!(bad.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every committed result is current: `report` on each committed sweep
+/// finds nothing it must explain as older (a "this run predates" note),
+/// and each committed parity run is of the current format. When a change
+/// makes them stale, scripts/regenerate.sh makes them again.
+#[test]
+fn every_committed_result_is_current() {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&results).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.display().to_string();
+        if dir.join("cells.csv").is_file() {
+            let out = specbench(&["report", &name]);
+            let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{name}: {text}");
+            assert!(!text.contains("predates"), "{name} is stale: {text}");
+            checked += 1;
+        }
+        if dir.join("parity.json").is_file() {
+            let text = std::fs::read_to_string(dir.join("parity.json")).unwrap();
+            let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                manifest["format"].as_u64(),
+                Some(specbench::parity::FORMAT as u64),
+                "{name} is of another parity format: scripts/regenerate.sh makes it again"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} committed results found");
+}
