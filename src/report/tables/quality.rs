@@ -124,7 +124,7 @@ impl TableSpec for Quality {
     const TITLE: &'static str =
         "E7: output quality, {dataset} ({metric}), every decoder against target-only sampling";
     const NOTES: &'static [&'static str] = &[
-        "mean ± s.d. over seeds; generations cut at EOS and the first newline, stripped (PAPER.md §2); ROUGE-L F against XSum's summary (rouge-score, no stemmer), corpus BLEU against WMT's en (sacrebleu 13a), 0–1",
+        "mean ± s.d. over seeds; generations cut at EOS and the first newline, stripped (docs/quality.md); ROUGE-L F against XSum's summary (rouge-score, no stemmer), corpus BLEU against WMT's en (sacrebleu 13a), 0–1",
         "noise: the s.d. of all exact cells of the dataset, every temperature and seed (each is a draw of the target's law); a scheme is flagged when its mean is more than 3 s.e. from target-only's",
     ];
     const SPLIT: &'static [Split] = &[Split::Dataset];

@@ -44,7 +44,7 @@ const NOTES: &[&str] = &[
     "[paper: …] from {source}; the paper does not state Table 3's draft temperature: its values are shown at T = 1.2",
 ];
 
-const SAME_NODES: &str = "every row averages its closed form (IS: selection acceptance Σ min(p, p_I), tournament for K > 2; SpecTr 1 − (1 − β(ρ*))^K; SpecInfer 1 − Π TV) and P* over the nodes of one run: the IS run at this temperature (PAPER.md E5)";
+const SAME_NODES: &str = "every row averages its closed form (IS: selection acceptance Σ min(p, p_I), tournament for K > 2; SpecTr 1 − (1 − β(ρ*))^K; SpecInfer 1 − Π TV) and P* over the nodes of one run: the IS run at this temperature (docs/reproduction.md, Table 3)";
 
 const OWN_NODES: &str = "this run predates per-node logging of every Table 3 scheme: each scheme's row averages its closed-form acceptance over the nodes its own run visited (two-step IS: Σ min(p, p_I)); P* is averaged over the IS run's nodes (docs/reproduction.md, Table 3), or the first scheme's where IS did not run; rows over different nodes are not comparable (re-run for the table on one run's nodes)";
 
