@@ -317,9 +317,15 @@ fn run_family(family: &str, cases: &[Case], root: &Path) -> Vec<String> {
         tally.slowest.1
     );
     let mut failures = tally.failures;
-    for name in known {
-        if !tally.known_seen.iter().any(|k| k == name) {
-            failures.push(format!("{name}: passes now: delete it from known.rs"));
+    for name in known
+        .iter()
+        .filter(|k| !tally.known_seen.contains(&k.to_string()))
+    {
+        // The lists hold what the test build does; the release build wraps
+        // where it panics on overflow, so there a listed mutant may pass.
+        match cfg!(debug_assertions) {
+            true => failures.push(format!("{name}: passes now: delete it from known.rs")),
+            false => eprintln!("{name}: listed in known.rs, passes in this build"),
         }
     }
     failures
