@@ -113,7 +113,7 @@ fn parse(b: &[u8]) -> Layout {
         kvs,
         infos,
         infos_end: at,
-        data_start: at.div_ceil(32) * 32,
+        data_start: at.div_ceil(ALIGNMENT) * ALIGNMENT,
     }
 }
 
@@ -165,16 +165,13 @@ fn values_for(ty: u32) -> Vec<(&'static str, Vec<u8>)> {
             .iter()
             .map(|&(l, v)| (l, v.to_le_bytes().to_vec()))
             .collect(),
-        10 | 11 => COUNTS
+        // 64-bit integers, and a string's or array's length (an array's
+        // after its element type).
+        8 | 10 | 11 => COUNTS
             .iter()
             .map(|&(l, v)| (l, v.to_le_bytes().to_vec()))
             .collect(),
         7 => vec![("2", vec![2])],
-        // A string or array: its length (arrays: after the element type).
-        8 => COUNTS
-            .iter()
-            .map(|&(l, v)| (l, v.to_le_bytes().to_vec()))
-            .collect(),
         _ => Vec::new(),
     }
 }
@@ -290,6 +287,7 @@ fn data(seed: &[u8], layout: &Layout, rng: &mut Rng) -> Mutants {
     let mut out = Mutants::new();
     for info in layout.infos.iter().take(6) {
         let at = layout.data_start + info.offset as usize;
+        // An F32 tensor's first value, or a Q8_0 block's f16 scale.
         let nan = if u32_at(seed, info.type_at) == 0 {
             f32::NAN.to_le_bytes().to_vec()
         } else {
@@ -352,12 +350,15 @@ fn must_reject(name: &str) -> bool {
         || name.ends_with("rms_epsilon = -1e-5")
 }
 
+/// The data's alignment, as the seed states it in `general.alignment`.
+const ALIGNMENT: usize = 32;
+
 /// The seed, written (and read back) in a scratch folder.
 fn seed_file() -> Vec<u8> {
     let dir = crate::common::scratch("mutation", "gguf-seed");
     let path = dir.join("seed.gguf");
     crate::gguf_tiny::write_llama_tiny(&path, GgmlDType::Q8_0, |m| {
-        m.push(("general.alignment".into(), Value::U32(32)));
+        m.push(("general.alignment".into(), Value::U32(ALIGNMENT as u32)));
     });
     let bytes = std::fs::read(path).unwrap();
     let _ = std::fs::remove_dir_all(&dir);

@@ -60,7 +60,7 @@ pub fn draw<'a>(from: &[&'a str], k: usize, rng: &mut Rng) -> Vec<&'a str> {
         .collect()
 }
 
-/// Counts and lengths as the brief names them: empty, one, and sizes no
+/// Counts and lengths as issue #41 names them: empty, one, and sizes no
 /// machine holds.
 pub const COUNTS: &[(&str, u64)] = &[
     ("0", 0),
@@ -175,19 +175,24 @@ pub enum Edit<'a> {
     Twice(&'a str),
 }
 
+/// The members of an object or the elements of an array, in order;
+/// `None` for a scalar.
+fn children(v: &Value) -> Option<Vec<(Step, &Value)>> {
+    match v {
+        Value::Object(map) => Some(map.iter().map(|(k, v)| (Step::Key(k.clone()), v)).collect()),
+        Value::Array(items) => Some(
+            (items.iter().enumerate())
+                .map(|(i, v)| (Step::Index(i), v))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// Every path of the document, parents before children.
 pub fn paths(value: &Value) -> Vec<Vec<Step>> {
     fn walk(v: &Value, here: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
-        let children: Vec<(Step, &Value)> = match v {
-            Value::Object(map) => map.iter().map(|(k, v)| (Step::Key(k.clone()), v)).collect(),
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (Step::Index(i), v))
-                .collect(),
-            _ => return,
-        };
-        for (step, child) in children {
+        for (step, child) in children(v).unwrap_or_default() {
             here.push(step);
             out.push(here.clone());
             walk(child, here, out);
@@ -199,6 +204,7 @@ pub fn paths(value: &Value) -> Vec<Vec<Step>> {
     out
 }
 
+/// A path as the mutants' names write it: `a.b[0].c`.
 pub fn path_text(path: &[Step]) -> String {
     let mut text = String::new();
     for step in path {
@@ -228,14 +234,8 @@ fn write(value: &Value, path: &[Step], edit: &Edit, out: &mut String) {
         (Step::Index(a), Step::Index(b)) => a == b,
         _ => false,
     };
-    let items: Vec<(Step, &Value)> = match value {
-        Value::Object(map) => map.iter().map(|(k, v)| (Step::Key(k.clone()), v)).collect(),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (Step::Index(i), v))
-            .collect(),
-        _ => return out.push_str(&value.to_string()),
+    let Some(items) = children(value) else {
+        return out.push_str(&value.to_string());
     };
     let object = value.is_object();
     out.push(if object { '{' } else { '[' });
@@ -401,7 +401,7 @@ pub fn joined(lines: &[&str]) -> Vec<u8> {
 }
 
 /// The largest char boundary of `s` at or below `at`.
-pub fn floor(s: &str, at: usize) -> usize {
+fn floor(s: &str, at: usize) -> usize {
     (0..=at.min(s.len()))
         .rev()
         .find(|&i| s.is_char_boundary(i))

@@ -1,7 +1,7 @@
 //! A run folder's files as `report`, `plot`, `compare` and `merge` read
 //! them: `cells.csv` (rows cut, doubled, fields swapped for NaN, ∞,
-//! negatives, huge counts and text, the header's columns dropped, doubled
-//! or renamed), `manifest.json` (values swapped, keys dropped or doubled)
+//! negatives, huge counts and text, the header's columns dropped or
+//! doubled), `manifest.json` (values swapped, keys dropped or doubled)
 //! and `generations.jsonl` (lines and fields), of the committed
 //! results/smollm2 run; the other two files of the folder stay whole.
 
