@@ -202,7 +202,7 @@ pub fn bench_model(options: &ModelBenchOptions) -> Result<Vec<ModelBenchRow>> {
     let mut rows = Vec::new();
     for size in &options.sizes {
         let config = opt_shape(size)?;
-        let parameters = parameter_count(&config);
+        let parameters = parameter_count(&config)?;
         let mut model = random_opt(config, &options.device, options.dtype, options.seed)?;
         let subject = Subject {
             label: size.clone(),

@@ -239,6 +239,7 @@ impl Config {
         if s.drafts.is_empty() || s.drafts.contains(&0) {
             bail!("sweep.drafts must list numbers of drafts of at least 1");
         }
+        check_draft_tokens(&s.drafts, d.draft_len)?;
         if s.draft_temps.is_empty() && s.draft_temp_pairs.is_empty() {
             bail!("give sweep.draft_temps or sweep.draft_temp_pairs");
         }
@@ -261,6 +262,22 @@ impl Config {
         self.models.synthetic.validate()?;
         Ok(())
     }
+}
+
+/// The most draft tokens (K × L) one round may hold.
+const MOST_DRAFT_TOKENS: usize = 1 << 16;
+
+/// A round holds K × L draft tokens (buffers are sized by them): more than
+/// any model's context is a damaged or mistyped config.
+fn check_draft_tokens(drafts: &[usize], draft_len: usize) -> Result<()> {
+    if let Some(&k) = drafts.iter().max()
+        && k.saturating_mul(draft_len) > MOST_DRAFT_TOKENS
+    {
+        bail!(
+            "sweep.drafts K = {k} × decode.draft_len {draft_len} is more than {MOST_DRAFT_TOKENS} draft tokens per round: lower them"
+        );
+    }
+    Ok(())
 }
 
 fn check_temperature(t: f64, field: &str) -> Result<()> {

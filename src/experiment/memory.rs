@@ -101,16 +101,8 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
     let dtype = m.dtype.unwrap_or_default();
     let bytes = dtype.dtype().size_in_bytes() as u64;
     let d = &config.decode;
-    let context = (target.as_ref())
-        .map(|t| (t.shape.max_positions).saturating_sub(d.max_new_tokens + d.draft_len));
-    let prompt_tokens = match (context, config.data.max_prompt_tokens) {
-        (Some(a), Some(b)) => a.min(b),
-        (Some(a), None) => a,
-        (None, Some(b)) => b,
-        // No context limit and no cap: the model's size is unknown anyway.
-        (None, None) => 0,
-    };
-    let positions = prompt_tokens + d.max_new_tokens + d.draft_len + 1;
+    let prompt_tokens = prompt_budget(config, target.as_ref());
+    let positions = sum(&[prompt_tokens, d.max_new_tokens, d.draft_len, 1]);
     let capacity = capacity_for(positions);
     let mut ks: Vec<usize> = cells.iter().map(|c| c.k.max(1)).collect();
     ks.sort_unstable();
@@ -119,7 +111,7 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
     let side = |name: &str, known: &Option<KnownShape>, rows: usize| -> ModelMemory {
         let (weights, kv_cache) = match known {
             Some(k) => (
-                k.shape.parameters as u64 * bytes,
+                product(&[k.shape.parameters, bytes as usize]),
                 kv_bytes(&k.shape, rows, capacity, bytes),
             ),
             None => (0, 0),
@@ -141,12 +133,11 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
                 .max()
                 .unwrap_or(0);
             let allowance = if on_cuda { CUDA_ALLOWANCE } else { 0 };
-            let total = target_memory.weights
-                + target_memory.kv_cache
-                + draft_memory.weights
-                + draft_memory.kv_cache
-                + transient
-                + allowance;
+            let weights = target_memory.weights.saturating_add(draft_memory.weights);
+            let kv_cache = target_memory.kv_cache.saturating_add(draft_memory.kv_cache);
+            let total = [weights, kv_cache, transient, allowance]
+                .iter()
+                .fold(0u64, |n, &b| n.saturating_add(b));
             CellMemory {
                 k,
                 target: target_memory,
@@ -157,9 +148,39 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
             }
         })
         .collect();
+    let (shapes, unknown) = describe_shapes([(&m.target, &target), (&m.draft, &draft)]);
+    Ok(Some(MemoryEstimate {
+        dtype,
+        prompt_tokens,
+        positions,
+        per_k,
+        shapes,
+        unknown,
+    }))
+}
+
+/// Prompt tokens a cell may feed: the target's context less the new and
+/// drafted tokens, and at most `max_prompt_tokens`.
+fn prompt_budget(config: &Config, target: Option<&KnownShape>) -> usize {
+    let d = &config.decode;
+    let context = target.map(|t| {
+        (t.shape.max_positions).saturating_sub(d.max_new_tokens.saturating_add(d.draft_len))
+    });
+    match (context, config.data.max_prompt_tokens) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) => a,
+        (None, Some(b)) => b,
+        // No context limit and no cap: the model's size is unknown anyway.
+        (None, None) => 0,
+    }
+}
+
+/// Each model's shape as the estimate prints it, and the models whose
+/// size is unknown (synthetic ones hold no weights).
+fn describe_shapes(models: [(&String, &Option<KnownShape>); 2]) -> (Vec<String>, Vec<String>) {
     let mut shapes = Vec::new();
     let mut unknown = Vec::new();
-    for (name, known) in [(&m.target, &target), (&m.draft, &draft)] {
+    for (name, known) in models {
         match known {
             Some(k) => shapes.push(format!(
                 "{name}: {} parameters, {} layers ({})",
@@ -171,19 +192,25 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
             None => {}
         }
     }
-    Ok(Some(MemoryEstimate {
-        dtype,
-        prompt_tokens,
-        positions,
-        per_k,
-        shapes,
-        unknown,
-    }))
+    (shapes, unknown)
 }
 
 /// Keys and values of every layer for `rows` rows of `capacity` positions.
 fn kv_bytes(shape: &ModelShape, rows: usize, capacity: usize, bytes: u64) -> u64 {
-    (shape.layers * 2 * rows * shape.kv_width * capacity) as u64 * bytes
+    let b = bytes as usize;
+    product(&[shape.layers, 2, rows, shape.kv_width, capacity, b])
+}
+
+/// Sizes added, saturating. Here and in [`product`]: sizes come from
+/// config files, and a damaged one must give an estimate no device meets,
+/// not an overflow.
+fn sum(parts: &[usize]) -> usize {
+    parts.iter().fold(0, |n, &p| n.saturating_add(p))
+}
+
+/// A product of sizes, saturating at `u64::MAX`.
+fn product(factors: &[usize]) -> u64 {
+    (factors.iter()).fold(1u64, |n, &f| n.saturating_mul(f as u64))
 }
 
 /// The largest copy alive beside the caches: one layer's K-row cache (a
@@ -197,9 +224,9 @@ fn transient_bytes(
     draft_len: usize,
     bytes: u64,
 ) -> u64 {
-    let layer = (2 * k * shape.kv_width * capacity) as u64 * bytes;
-    let scores = (shape.attention_heads * prompt_tokens * prompt_tokens) as u64 * 4;
-    let logits = (k * (draft_len + 1) * shape.vocab) as u64 * 4;
+    let layer = product(&[2, k, shape.kv_width, capacity, bytes as usize]);
+    let scores = product(&[shape.attention_heads, prompt_tokens, prompt_tokens, 4]);
+    let logits = product(&[k, draft_len.saturating_add(1), shape.vocab, 4]);
     layer.max(scores).max(logits)
 }
 
@@ -283,10 +310,13 @@ pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<Option<Device
 /// `weights 25.7 GB + KV cache 15.7 GB + transient 0.4 GB + CUDA 1.1 GB`.
 pub fn breakdown(cell: &CellMemory) -> String {
     let mut parts = vec![
-        format!("weights {}", gb(cell.target.weights + cell.draft.weights)),
+        format!(
+            "weights {}",
+            gb(cell.target.weights.saturating_add(cell.draft.weights))
+        ),
         format!(
             "KV cache {}",
-            gb(cell.target.kv_cache + cell.draft.kv_cache)
+            gb(cell.target.kv_cache.saturating_add(cell.draft.kv_cache))
         ),
         format!("transient {}", gb(cell.transient)),
     ];

@@ -37,12 +37,14 @@ pub fn preview(options: &RunOptions) -> Result<String> {
         plan.cells.len(),
         plan.skipped.len()
     )?;
-    let generations = cells.len() * config.data.prompts;
+    // Saturating: a config may ask for absurd counts (the run refuses them
+    // when it reads the data); the plan still prints.
+    let generations = cells.len().saturating_mul(config.data.prompts);
     writeln!(
         out,
         "generations: up to {generations} ({} prompts per dataset in each cell), up to {} new tokens",
         config.data.prompts,
-        generations * config.decode.max_new_tokens
+        generations.saturating_mul(config.decode.max_new_tokens)
     )?;
     let m = &config.models;
     writeln!(

@@ -2,10 +2,14 @@
 //! or built from GPT-2 style `vocab.json` + `merges.txt` the way the OPT
 //! repos expect (byte-level BPE, no prefix space, `</s>` prepended).
 
+use std::path::Path;
+use std::str::FromStr;
+
 use anyhow::{Result, anyhow};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::processors::PostProcessorWrapper;
 use tokenizers::processors::template::TemplateProcessing;
 
 use super::hub::TokenizerFiles;
@@ -23,8 +27,7 @@ pub struct HfTokenizer {
 impl HfTokenizer {
     pub fn load(files: &TokenizerFiles, bos: Option<u32>, id: String) -> Result<Self> {
         let inner = match files {
-            TokenizerFiles::Json(path) => tokenizers::Tokenizer::from_file(path)
-                .map_err(|e| anyhow!("reading {}: {e}", path.display()))?,
+            TokenizerFiles::Json(path) => from_json(path)?,
             TokenizerFiles::VocabMerges { vocab, merges } => {
                 gpt2_bpe(&vocab.to_string_lossy(), &merges.to_string_lossy(), bos)?
             }
@@ -45,6 +48,53 @@ impl HfTokenizer {
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
     }
+}
+
+/// A `tokenizer.json`, checked where the tokenizers crate would panic on
+/// a damaged file instead of failing: a number JSON cannot hold panics
+/// inside its decoder's parser, and a template naming a special token it
+/// does not define loads (its builder's checks are skipped) and then
+/// panics on the first text encoded.
+fn from_json(path: &Path) -> Result<tokenizers::Tokenizer> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
+    serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
+        anyhow!(
+            "{} is not valid JSON ({e}): download the tokenizer again",
+            path.display()
+        )
+    })?;
+    let tokenizer = tokenizers::Tokenizer::from_str(&text)
+        .map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
+    if let Some(processor) = tokenizer.get_post_processor() {
+        check_templates(processor).map_err(|e| {
+            anyhow!(
+                "{}: post_processor: {e}: download the tokenizer again",
+                path.display()
+            )
+        })?;
+    }
+    Ok(tokenizer)
+}
+
+/// Every template processor rebuilt through its builder, which checks
+/// that the templates' special tokens are defined.
+fn check_templates(processor: &PostProcessorWrapper) -> Result<()> {
+    match processor {
+        PostProcessorWrapper::Template(t) => {
+            TemplateProcessing::builder()
+                .single(t.single.clone())
+                .pair(t.get_pair().clone())
+                .special_tokens(t.get_special_tokens().clone())
+                .build()
+                .map_err(|e| anyhow!("{e}"))?;
+        }
+        PostProcessorWrapper::Sequence(s) => {
+            s.as_ref().iter().try_for_each(check_templates)?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// GPT-2 byte-level BPE as `GPT2Tokenizer` builds it for OPT.

@@ -32,7 +32,8 @@ pub const GROWTH: usize = 256;
 /// fell in the same few sets of the CPU's caches, and the rollback's
 /// copies (one per row and head) evicted each other.
 pub fn capacity_for(needed: usize) -> usize {
-    needed.div_ceil(GROWTH) * GROWTH + 1
+    // Saturating: the memory estimate asks for a damaged config's context.
+    (needed.div_ceil(GROWTH).saturating_mul(GROWTH)).saturating_add(1)
 }
 
 /// A layer's keys and values: contiguous `[physical rows, kv_heads,

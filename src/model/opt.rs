@@ -91,31 +91,63 @@ impl OptConfig {
                 self.num_attention_heads
             );
         }
+        // The position table holds 2 rows more than positions: a count at
+        // usize::MAX would overflow its shape instead of mismatching it.
+        if self
+            .max_position_embeddings
+            .checked_add(POSITION_OFFSET)
+            .is_none()
+        {
+            bail!(
+                "OPT config: max_position_embeddings {} is larger than any position table: fix config.json",
+                self.max_position_embeddings
+            );
+        }
         Ok(())
     }
 }
 
-/// Weights an OPT of `config` holds (the sum over [`tensor_shapes`]).
-pub fn parameter_count(config: &OptConfig) -> usize {
-    tensor_shapes(config)
-        .iter()
-        .map(|(_, shape)| shape.iter().product::<usize>())
-        .sum()
+/// Weights an OPT of `config` holds (the sum over [`tensor_shapes`]),
+/// counted without listing every layer; an error when a damaged config's
+/// sizes overflow the count.
+pub fn parameter_count(config: &OptConfig) -> Result<usize> {
+    let count = |shapes: Vec<(String, Vec<usize>)>| {
+        shapes.iter().try_fold(0usize, |sum, (_, shape)| {
+            sum.checked_add(shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?)
+        })
+    };
+    let layers = count(layer_shapes(config, 0))
+        .and_then(|layer| layer.checked_mul(config.num_hidden_layers));
+    (count(outer_shapes(config)).zip(layers))
+        .and_then(|(outer, layers)| outer.checked_add(layers))
+        .context("OPT config: its sizes overflow a parameter count: fix config.json")
 }
 
 /// Every tensor an OPT checkpoint holds for `config`, as `save_pretrained`
 /// names them (`model.decoder.*`), with its shape.
 pub fn tensor_shapes(config: &OptConfig) -> Vec<(String, Vec<usize>)> {
-    let (h, p, f) = (config.hidden_size, config.projection_dim(), config.ffn_dim);
+    let layers = (0..config.num_hidden_layers).flat_map(|i| layer_shapes(config, i));
+    outer_shapes(config)
+        .into_iter()
+        .chain(layers)
+        .map(|(name, shape)| (format!("model.decoder.{name}"), shape))
+        .collect()
+}
+
+/// The tensors outside the layers: embeddings, projections, final norm.
+fn outer_shapes(config: &OptConfig) -> Vec<(String, Vec<usize>)> {
+    let (h, p) = (config.hidden_size, config.projection_dim());
+    // Saturating: a damaged config's count then overflows the parameter
+    // count (None) instead of this sum.
+    let positions = config
+        .max_position_embeddings
+        .saturating_add(POSITION_OFFSET);
     let mut out = vec![
         (
             "embed_tokens.weight".to_string(),
             vec![config.vocab_size, p],
         ),
-        (
-            "embed_positions.weight".to_string(),
-            vec![config.max_position_embeddings + POSITION_OFFSET, h],
-        ),
+        ("embed_positions.weight".to_string(), vec![positions, h]),
     ];
     if p != h {
         out.push(("project_in.weight".into(), vec![h, p]));
@@ -125,24 +157,27 @@ pub fn tensor_shapes(config: &OptConfig) -> Vec<(String, Vec<usize>)> {
         out.push(("final_layer_norm.weight".into(), vec![h]));
         out.push(("final_layer_norm.bias".into(), vec![h]));
     }
-    for i in 0..config.num_hidden_layers {
-        let layer = format!("layers.{i}");
-        for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
-            out.push((format!("{layer}.self_attn.{proj}.weight"), vec![h, h]));
-            out.push((format!("{layer}.self_attn.{proj}.bias"), vec![h]));
-        }
-        for norm in ["self_attn_layer_norm", "final_layer_norm"] {
-            out.push((format!("{layer}.{norm}.weight"), vec![h]));
-            out.push((format!("{layer}.{norm}.bias"), vec![h]));
-        }
-        out.push((format!("{layer}.fc1.weight"), vec![f, h]));
-        out.push((format!("{layer}.fc1.bias"), vec![f]));
-        out.push((format!("{layer}.fc2.weight"), vec![h, f]));
-        out.push((format!("{layer}.fc2.bias"), vec![h]));
+    out
+}
+
+/// The tensors of layer `i`.
+fn layer_shapes(config: &OptConfig, i: usize) -> Vec<(String, Vec<usize>)> {
+    let (h, f) = (config.hidden_size, config.ffn_dim);
+    let layer = format!("layers.{i}");
+    let mut out = Vec::new();
+    for proj in ["q_proj", "k_proj", "v_proj", "out_proj"] {
+        out.push((format!("{layer}.self_attn.{proj}.weight"), vec![h, h]));
+        out.push((format!("{layer}.self_attn.{proj}.bias"), vec![h]));
     }
-    out.into_iter()
-        .map(|(name, shape)| (format!("model.decoder.{name}"), shape))
-        .collect()
+    for norm in ["self_attn_layer_norm", "final_layer_norm"] {
+        out.push((format!("{layer}.{norm}.weight"), vec![h]));
+        out.push((format!("{layer}.{norm}.bias"), vec![h]));
+    }
+    out.push((format!("{layer}.fc1.weight"), vec![f, h]));
+    out.push((format!("{layer}.fc1.bias"), vec![f]));
+    out.push((format!("{layer}.fc2.weight"), vec![h, f]));
+    out.push((format!("{layer}.fc2.bias"), vec![h]));
+    out
 }
 
 /// An OPT of `config`'s shape with weights drawn from N(0, 0.02²), as
@@ -473,5 +508,38 @@ impl Family for OptLayers {
             None => x,
         };
         project_to_vocabulary(&x, &self.lm_head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_count_is_the_listed_tensors_sum_and_none_when_it_overflows() {
+        for size in ["125m", "350m", "13b"] {
+            let config = opt_shape(size).unwrap();
+            let listed: usize = (tensor_shapes(&config).iter())
+                .map(|(_, shape)| shape.iter().product::<usize>())
+                .sum();
+            assert_eq!(parameter_count(&config).unwrap(), listed, "{size}");
+        }
+        let base = opt_shape("125m").unwrap();
+        for huge in [
+            OptConfig {
+                num_hidden_layers: 1 << 62,
+                ..base.clone()
+            },
+            OptConfig {
+                vocab_size: usize::MAX,
+                ..base.clone()
+            },
+            OptConfig {
+                max_position_embeddings: usize::MAX,
+                ..base.clone()
+            },
+        ] {
+            assert!(parameter_count(&huge).is_err());
+        }
     }
 }

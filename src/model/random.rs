@@ -64,7 +64,7 @@ pub fn load_random_pair(spec: &PairSpec) -> Result<ModelPair> {
     let (draft_device, draft_dtype) = (spec.draft.device.open()?, spec.draft.precision().dtype());
     let host_bytes = |size: &str, device: &candle_core::Device, dtype: candle_core::DType| {
         Ok::<_, anyhow::Error>(if device.is_cpu() {
-            parameter_count(&opt_shape(size)?) * dtype.size_in_bytes()
+            parameter_count(&opt_shape(size)?)? * dtype.size_in_bytes()
         } else {
             0
         })
@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(meminfo_bytes("MemTotal: 1 kB\n", "MemAvailable"), None);
         // OPT-13B is 12.85 billion weights (the name rounds up).
         assert_eq!(
-            parameter_count(&opt_shape("13b").unwrap()) / 10_000_000,
+            parameter_count(&opt_shape("13b").unwrap()).unwrap() / 10_000_000,
             1285
         );
     }

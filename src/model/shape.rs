@@ -45,7 +45,7 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
     if random::is_random(name) {
         let (size, _) = random::parse_spec(name, 0)?;
         return Ok(Some(KnownShape {
-            shape: opt_shape_of(&opt_shape(&size)?),
+            shape: opt_shape_of(&opt_shape(&size)?)?,
             source: format!("public OPT-{size} shape"),
         }));
     }
@@ -69,7 +69,7 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
         && let Ok(config) = opt_shape(size)
     {
         return Ok(Some(KnownShape {
-            shape: opt_shape_of(&config),
+            shape: opt_shape_of(&config)?,
             source: format!("public OPT-{size} shape; not cached yet"),
         }));
     }
@@ -90,15 +90,15 @@ pub fn cached_config(name: &str, revision: Option<&str>) -> Option<PathBuf> {
     Cache::from_env().repo(repo).get("config.json")
 }
 
-fn opt_shape_of(config: &OptConfig) -> ModelShape {
-    ModelShape {
-        parameters: parameter_count(config),
+fn opt_shape_of(config: &OptConfig) -> Result<ModelShape> {
+    Ok(ModelShape {
+        parameters: parameter_count(config)?,
         layers: config.num_hidden_layers,
         kv_width: config.hidden_size,
         attention_heads: config.num_attention_heads,
         vocab: config.vocab_size,
         max_positions: config.max_position_embeddings,
-    }
+    })
 }
 
 /// The shape a `config.json` describes (OPT, Llama or Qwen2).
@@ -114,7 +114,7 @@ pub fn from_config_file(path: &Path) -> Result<ModelShape> {
     if kind == "opt" {
         let config: OptConfig = serde_json::from_value(value)
             .with_context(|| format!("{}: not a valid OPT config", path.display()))?;
-        return Ok(opt_shape_of(&config));
+        return opt_shape_of(&config).with_context(|| path.display().to_string());
     }
     let config: LlamaConfig = serde_json::from_value(value).with_context(|| {
         format!(
@@ -122,27 +122,37 @@ pub fn from_config_file(path: &Path) -> Result<ModelShape> {
             path.display()
         )
     })?;
-    Ok(llama_shape(&config))
+    // Sizes too large to count leave the shape unknown (and loading names
+    // the field).
+    llama_shape(&config).with_context(|| {
+        format!(
+            "{}: its sizes overflow a parameter count: fix config.json",
+            path.display()
+        )
+    })
 }
 
 /// Llama/Qwen2 weights counted from the shapes (biases and norms, a few
-/// thousandths of the total, left out).
-fn llama_shape(c: &LlamaConfig) -> ModelShape {
+/// thousandths of the total, left out); `None` when they overflow.
+fn llama_shape(c: &LlamaConfig) -> Option<ModelShape> {
     let heads = c.num_attention_heads.max(1);
     let head_dim = c.head_dim.unwrap_or(c.hidden_size / heads);
     let kv_heads = c.num_key_value_heads.unwrap_or(heads);
-    let (h, kv) = (c.hidden_size, kv_heads * head_dim);
-    let attention = h * heads * head_dim * 2 + h * kv * 2;
-    let mlp = 3 * h * c.intermediate_size;
-    let embeddings = c.vocab_size * h * if c.tie_word_embeddings { 1 } else { 2 };
-    ModelShape {
-        parameters: embeddings + c.num_hidden_layers * (attention + mlp),
+    let (h, kv) = (c.hidden_size, kv_heads.checked_mul(head_dim)?);
+    let product = |factors: &[usize]| factors.iter().try_fold(1usize, |n, &f| n.checked_mul(f));
+    let attention = product(&[h, heads, head_dim, 2])?.checked_add(product(&[h, kv, 2])?)?;
+    let mlp = product(&[3, h, c.intermediate_size])?;
+    let tied = if c.tie_word_embeddings { 1 } else { 2 };
+    let embeddings = product(&[c.vocab_size, h, tied])?;
+    let layers = product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
+    Some(ModelShape {
+        parameters: embeddings.checked_add(layers)?,
         layers: c.num_hidden_layers,
         kv_width: kv,
         attention_heads: heads,
         vocab: c.vocab_size,
         max_positions: c.max_position_embeddings,
-    }
+    })
 }
 
 #[cfg(test)]

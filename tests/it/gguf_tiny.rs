@@ -79,9 +79,14 @@ fn tiny_vocabulary() -> (Vec<String>, Vec<String>) {
     (tokens, merges)
 }
 
-/// Writes `llama-tiny` as a GGUF file with its weights in `dtype`;
+/// Writes `llama-tiny` as a GGUF file with its weights in `dtype` (also the
+/// seed of the mutation suite's GGUF mutants);
 /// `edit` changes the metadata before writing.
-fn write_llama_tiny(path: &Path, dtype: GgmlDType, edit: impl Fn(&mut Vec<(String, Value)>)) {
+pub(crate) fn write_llama_tiny(
+    path: &Path,
+    dtype: GgmlDType,
+    edit: impl Fn(&mut Vec<(String, Value)>),
+) {
     let dir = fixtures().join("llama-tiny");
     let weights =
         candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();

@@ -26,6 +26,7 @@ mod layering;
 mod linear;
 mod machines;
 mod memory_plan;
+mod mutation;
 mod optimal_decode;
 mod optimal_window;
 mod parity;

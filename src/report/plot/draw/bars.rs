@@ -45,25 +45,35 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
     for (i, bar) in bars.iter().enumerate() {
         // First bar at the top.
         let row = n - 1.0 - i as f64;
-        draw_bar(&mut chart, bar, row, x0)?;
+        draw_bar(&mut chart, bar, row, (x0, x1))?;
         draw_bar_text(root, &chart, bar, row, (x0, x1))?;
     }
     Ok(())
 }
 
 /// One bar in row `row` (from the bottom), its error bar and its `P*` tick.
-fn draw_bar<DB: DrawingBackend>(chart: &mut Chart<DB>, bar: &Bar, row: f64, x0: f64) -> Result<()> {
+fn draw_bar<DB: DrawingBackend>(
+    chart: &mut Chart<DB>,
+    bar: &Bar,
+    row: f64,
+    (x0, x1): (f64, f64),
+) -> Result<()> {
+    // Values far off the axis (a damaged cells.csv) overflow plotters'
+    // pixel arithmetic: they are drawn one axis width beyond it instead
+    // (valid ones, probabilities, never reach that far).
+    let width = x1 - x0;
+    let x = |v: f64| v.max(x0 - width).min(x1 + width);
     let (top, bottom) = (row + 0.82, row + 0.18);
     chart
         .draw_series([Rectangle::new(
-            [(x0, bottom), (bar.value, top)],
+            [(x0, bottom), (x(bar.value), top)],
             shape(bar.style.color, true, 1),
         )])
         .map_err(fail)?;
     if let Some(err) = bar.err.filter(|e| *e > 0.0) {
         let mid = row + 0.5;
         let style = shape(BLACK, false, 1);
-        let (low, high) = (bar.value - err, bar.value + err);
+        let (low, high) = (x(bar.value - err), x(bar.value + err));
         chart
             .draw_series([
                 PathElement::new(vec![(low, mid), (high, mid)], style),
@@ -72,7 +82,7 @@ fn draw_bar<DB: DrawingBackend>(chart: &mut Chart<DB>, bar: &Bar, row: f64, x0: 
             ])
             .map_err(fail)?;
     }
-    if let Some(reference) = bar.reference {
+    if let Some(reference) = bar.reference.map(x) {
         // A white halo keeps the tick visible on dark bars.
         for (color, width) in [(WHITE, 7), (BLACK, 3)] {
             chart
