@@ -199,6 +199,14 @@ impl LlamaConfig {
                 "rope_freqs.weight holds {bad}: every rotary frequency divisor must be a finite number above 0"
             );
         }
+        let width = |heads: usize| heads.checked_mul(self.head_dim()).filter(|&w| w <= 1 << 24);
+        if width(self.num_attention_heads).is_none() || width(self.kv_heads()).is_none() {
+            bail!(
+                "{} attention heads of {} dimensions is not a model: a projection that wide cannot be meant (config.json num_attention_heads, head_dim)",
+                self.num_attention_heads,
+                self.head_dim()
+            );
+        }
         if self.max_position_embeddings == 0 || self.hidden_size == 0 || self.num_hidden_layers == 0
         {
             bail!(

@@ -46,6 +46,13 @@ fn check_tensor_table(content: &Content, alignment: u64, path: &Path) -> Result<
             );
         }
         let elements = element_count(&t.shape);
+        if elements == 0 {
+            bail!(
+                "{}: tensor {name} has shape {:?}, with no elements: the file is damaged; download or convert it again",
+                path.display(),
+                t.shape.dims()
+            );
+        }
         if elements == usize::MAX || !elements.is_multiple_of(t.ggml_dtype.block_size()) {
             bail!(
                 "{}: tensor {name} has shape {:?}, which does not fill whole {:?} blocks: the file is damaged; download or convert it again",
