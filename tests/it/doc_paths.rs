@@ -1,0 +1,81 @@
+//! Every repository path the docs and READMEs cite in running text
+//! (`src/…`, `tests/…`, `docs/…`, `scripts/…`, `experiments/…`) exists, so
+//! a rename cannot leave a reader at a file that is gone. Paths in fenced
+//! code blocks are examples of files a reader writes (docs/extending.md)
+//! and are not checked; neither are `results/…` and `plots/…`, which name
+//! a run's output.
+
+use std::path::Path;
+
+/// Files docs/extending.md has a reader write, as its worked examples.
+const EXAMPLES: &[&str] = &[
+    "src/select/toy_first.rs",
+    "src/report/plot/select_time.rs",
+    "src/report/tables/select_time.rs",
+];
+
+/// The cited paths of `text` outside fenced code blocks.
+fn cited_paths(text: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (start, _) in line.match_indices(['s', 't', 'd', 'e']) {
+            let before = line[..start].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || "/._-".contains(c)) {
+                continue;
+            }
+            let rest = &line[start..];
+            let roots = ["src/", "tests/", "docs/", "scripts/", "experiments/"];
+            if !roots.iter().any(|r| rest.starts_with(r)) {
+                continue;
+            }
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || "/._-+".contains(c)))
+                .unwrap_or(rest.len());
+            let path = rest[..end].trim_end_matches('.');
+            if !path.contains(['*', '<', '{']) {
+                paths.push(path.to_string());
+            }
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_path_the_docs_cite_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.push(root.join("README.md"));
+    pages.push(root.join("models/README.md"));
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for path in cited_paths(&text) {
+            checked += 1;
+            if !EXAMPLES.contains(&path.as_str()) && !root.join(&path).exists() {
+                missing.push(format!("{}: {path}", page.display()));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} paths found: is the scan broken?"
+    );
+    assert!(
+        missing.is_empty(),
+        "cited paths that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
