@@ -1,4 +1,4 @@
-//! The paper's datasets on the Hugging Face hub (`DATA.md` §1), fetched
+//! The paper's datasets on the Hugging Face hub (`docs/datasets.md` §1), fetched
 //! through hf-hub into its cache and read as parquet. The parquet export
 //! (`refs/convert/parquet`) is used for all three: XSum's `main` holds only
 //! a loading script. Files are found by listing the repo at the revision

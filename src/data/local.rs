@@ -1,4 +1,4 @@
-//! Local dataset files (`DATA.md` §4): JSONL rows with the Hugging Face
+//! Local dataset files (`docs/datasets.md` §4): JSONL rows with the Hugging Face
 //! field names or parquet files, given as one file, a directory laid out
 //! like `data/samples` (`xsum_test.jsonl`, `dolly_15k.jsonl`,
 //! `wmt18_de_en_test.jsonl`), or a directory laid out like the dataset's

@@ -1,4 +1,4 @@
-//! Datasets and prompts: records, the prompt templates of `DATA.md` §2, and
+//! Datasets and prompts: records, the prompt templates of `docs/datasets.md` §2, and
 //! the prompts embedded in the binary for the offline default.
 
 pub mod hub;

@@ -1,4 +1,4 @@
-//! The prompt templates of `DATA.md` §2. Field values go in verbatim; there
+//! The prompt templates of `docs/datasets.md` §2. Field values go in verbatim; there
 //! is no space after the final colon (the model's first token carries it).
 
 use anyhow::Result;
@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::{Dataset, Record};
 
 impl Dataset {
-    /// The template as `DATA.md` §2 writes it (recorded in manifests).
+    /// The template as `docs/datasets.md` §2 writes it (recorded in manifests).
     pub fn template_text(self) -> &'static str {
         match self {
             Dataset::Xsum => "Article: {document}\nSummary:",
@@ -58,7 +58,7 @@ impl std::str::FromStr for TemplateId {
 
 serde_as_text!(TemplateId);
 
-/// A dataset's prompt template: the default of `DATA.md` §2, or one from
+/// A dataset's prompt template: the default of `docs/datasets.md` §2, or one from
 /// the config with `{field}` placeholders (`[data.templates]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Template {

@@ -1,4 +1,4 @@
-//! Fitting a prompt into the model's context (`DATA.md` §3): the template
+//! Fitting a prompt into the model's context (`docs/datasets.md` §3): the template
 //! stays intact and the variable text loses its beginning, one field at a
 //! time (XSum's document; Dolly's context, then its instruction; WMT's
 //! German), until `prompt tokens ≤ budget`.
@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use super::{Dataset, Record, Template};
 use crate::model::Tokenizer;
 
-/// Tokens kept spare at the cut, for BPE merges across it (`DATA.md` §3).
+/// Tokens kept spare at the cut, for BPE merges across it (`docs/datasets.md` §3).
 const MERGE_MARGIN: usize = 2;
 
 /// The prompt's token ids within `budget` (`None`: no limit), and whether

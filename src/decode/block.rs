@@ -1,4 +1,4 @@
-//! Block-verification rounds (`SCHEMES.md` k): one draft chain of L tokens,
+//! Block-verification rounds (`docs/schemes.md` k): one draft chain of L tokens,
 //! one target call, then the block verifier keeps the last prefix whose
 //! keep-test succeeds and samples the next token from its residual.
 

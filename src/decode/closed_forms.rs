@@ -1,4 +1,4 @@
-//! Table 3's closed forms at one node (`PAPER.md` E5): the landing
+//! Table 3's closed forms at one node (`docs/paper.md` E5): the landing
 //! probability of every token-level scheme the table compares, computed at
 //! every node a run visits whatever scheme the run itself decodes with, so
 //! that one run's nodes give the whole table (rows over different nodes are

@@ -1,6 +1,6 @@
-//! The exact law of one round's emitted string (`TEST_VECTORS.md` §1.2),
+//! The exact law of one round's emitted string (`docs/exactness.md` §1.2),
 //! enumerated over every draft sequence and every scheme outcome for tiny
-//! models. It follows `SCHEMES.md` §2.1 literally and independently of
+//! models. It follows `docs/schemes.md` §2.1 literally and independently of
 //! [`super::generate`], so that the two can be checked against each other
 //! and against autoregressive sampling from the target.
 

@@ -4,7 +4,7 @@
 //! target call, lets the scheme pick the emitted tokens, and rolls both
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
-//! (K drafts walked depth by depth, `SCHEMES.md` §2.1), [`race`] (ERSD's
+//! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
 //! shared races over a drafted tree), [`block`] (block verification of
 //! one chain) and [`traversal`] (Traversal Verification of the K chains'
 //! tree); the steps they share are in `round`. [`autoregressive`] is
@@ -48,7 +48,7 @@ pub struct DecodeConfig {
     /// time is measured and excluded from the generation time.
     pub log_nodes: bool,
     /// ERSD's rank law calibration from earlier generations of the same
-    /// cell (`SCHEMES.md` j, "Estimating π"): `τ*` is built from these
+    /// cell (`docs/schemes.md` j, "Estimating π"): `τ*` is built from these
     /// ranks plus the ones this generation observes.
     pub rank_calibration: RankHistogram,
     /// A deliberate fault, for parity's draft-law mutants only

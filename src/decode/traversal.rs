@@ -1,4 +1,4 @@
-//! Traversal Verification rounds (`SCHEMES.md` m): K chains of L tokens
+//! Traversal Verification rounds (`docs/schemes.md` m): K chains of L tokens
 //! drafted as the walk drafts them (i.i.d., or the first tokens without
 //! replacement for `tree=distinct`), one target call over every chain, then
 //! the traversal of their tree keeps one drafted path and samples the token

@@ -11,7 +11,7 @@ use super::pool::Scratch;
 use super::{Dist, certified, weights};
 
 /// Logit processing applied to target and draft logits before any scheme
-/// (`SCHEMES.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
+/// (`docs/schemes.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Processing {
     pub temperature: f64,

@@ -82,7 +82,7 @@ pub struct Data {
     /// taking the first rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_seed: Option<u64>,
-    /// Prompt templates replacing the defaults of `DATA.md` §2, by dataset
+    /// Prompt templates replacing the defaults of `docs/datasets.md` §2, by dataset
     /// (`xsum = "Document: {document}\nTL;DR:"`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub templates: std::collections::BTreeMap<Dataset, String>,

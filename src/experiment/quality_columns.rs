@@ -1,5 +1,5 @@
 //! The E7 columns of `cells.csv` (`rouge_l`, `bleu`): each prompt's
-//! generation post-processed as `PAPER.md` §2 prescribes — cut at the first
+//! generation post-processed as `docs/paper.md` §2 prescribes — cut at the first
 //! EOS (on the ids, before decoding), decoded, cut at the first newline and
 //! stripped — and scored against the dataset's reference (XSum `summary`,
 //! WMT `en`). Empty where the dataset has no reference (Dolly), a prompt's

@@ -1,5 +1,5 @@
 //! Tiny context-dependent models for the sequence-level exactness tests
-//! (`TEST_VECTORS.md` §1.2): the next-token weights are seeded uniforms
+//! (`docs/exactness.md` §1.2): the next-token weights are seeded uniforms
 //! squared plus 1e-3, drawn from a hash of (model id, whole prefix).
 
 use super::{ContextLogits, ModelInfo};

@@ -1,4 +1,4 @@
-//! Output quality for the paper's E7 sanity check (`PAPER.md` §2): ROUGE-L
+//! Output quality for the paper's E7 sanity check (`docs/paper.md` §2): ROUGE-L
 //! on XSum and corpus BLEU on WMT, computed exactly as the field's reference
 //! packages compute them — `rouge-score` 0.1.2 (`RougeScorer(["rougeL"])`,
 //! no stemmer) and `sacrebleu` 2.6 (`corpus_bleu`, its defaults) — and
@@ -11,7 +11,7 @@ mod rouge;
 pub use bleu::{BleuStats, corpus_bleu, tokenize_13a};
 pub use rouge::{rouge_l, tokenize_rouge};
 
-/// `PAPER.md` §2 post-processing of a decoded generation: cut at the first
+/// `docs/paper.md` §2 post-processing of a decoded generation: cut at the first
 /// newline, strip surrounding whitespace. The cut at EOS happens before
 /// decoding, on the token ids (the decoded text never contains the EOS
 /// token).

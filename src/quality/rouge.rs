@@ -3,7 +3,7 @@
 //!
 //! The stemmer is off: rouge-score's `use_stemmer=True` runs NLTK's Porter
 //! stemmer, which would have to be reproduced rule for rule to match; the
-//! paper does not say which it used (`PAPER.md` §2).
+//! paper does not say which it used (`docs/paper.md` §2).
 
 /// rouge-score's tokenizer: lowercase (Unicode), every run of characters
 /// outside `[a-z0-9]` becomes a separator, empty tokens are dropped.

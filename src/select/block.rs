@@ -1,4 +1,4 @@
-//! Block verification (Sun et al.; `SCHEMES.md` k) for one draft chain.
+//! Block verification (Sun et al.; `docs/schemes.md` k) for one draft chain.
 //!
 //! It is a sequence-level verifier: the decode engine runs it over the whole
 //! chain ([`crate::decode::block`]). At a single node (γ = 1) it *is* SD, so

@@ -2,7 +2,7 @@
 //!
 //! A scheme sees the processed target distribution `p`, the laws the drafts
 //! were sampled from, and the drafted tokens, and emits one token whose law is
-//! exactly `p` (`SCHEMES.md`). Every scheme follows one protocol:
+//! exactly `p` (`docs/schemes.md`). Every scheme follows one protocol:
 //!
 //! * [`Scheme::prepare`] does the per-node work that does not depend on the
 //!   drawn tokens (ρ*, `p_I`, LP weights, residual sequences, …);
@@ -149,7 +149,7 @@ impl<'a> Drafts<'a> {
 #[serde(rename_all = "snake_case")]
 pub enum RaceTree {
     /// K chains of L tokens: the first K arrivals at the root, then each
-    /// chain's race winner (`SCHEMES.md` j, the K × L multi-draft shape).
+    /// chain's race winner (`docs/schemes.md` j, the K × L multi-draft shape).
     Chains,
     /// The optimal tree `τ*` of K·L nodes for the rank law measured so far
     /// in the generation (Tunstall heap), rebuilt every round; chains until
@@ -254,7 +254,7 @@ pub trait Prepared {
     }
 }
 
-/// The strict acceptance test of `SCHEMES.md` §0.2: accept with probability
+/// The strict acceptance test of `docs/schemes.md` §0.2: accept with probability
 /// `min(1, target/draft)` as `u·draft < target`, never forming the ratio.
 #[inline]
 pub(crate) fn accepts(u: f64, target: f64, draft: f64) -> bool {
@@ -277,7 +277,7 @@ pub(crate) fn acceptance_probability(target: f64, draft: f64) -> f64 {
 ///
 /// A residual has no mass only when the rejection that asked for it had
 /// probability 0, which rounding can fake; then sample `p` itself
-/// (`SCHEMES.md` §0.4).
+/// (`docs/schemes.md` §0.4).
 pub(crate) fn sample_residual(p: &Dist, minus: impl Fn(u32) -> f64, u: f64) -> u32 {
     let support = p.support();
     match sample_with(support.len(), |i| p.get(support[i]) - minus(support[i]), u) {

@@ -1,5 +1,5 @@
 //! The two-input selection rule behind every importance-sampling scheme
-//! (`SCHEMES.md` f.2, f.3, g), and the exact `p_I` it induces.
+//! (`docs/schemes.md` f.2, f.3, g), and the exact `p_I` it induces.
 //!
 //! Inputs `X_1 ~ q1`, `X_2 ~ q2`, independent. Draftable tokens are ranked by
 //! a priority key `d = p − q1·q2`; the `M` best form the alphabet `Ω′`, its
@@ -277,7 +277,7 @@ impl AlphabetRule {
         self.q1[r] * self.q2[r] + self.q1[r] * below2 + below1 * self.q2[r]
     }
 
-    /// The truncated LP on `Ω₁` as a max-flow (`SCHEMES.md` f.2 step 4):
+    /// The truncated LP on `Ω₁` as a max-flow (`docs/schemes.md` f.2 step 4):
     /// source → ordered pair `(u, v)` (capacity `q1_u q2_v`) → tokens `u`, `v`
     /// → sink (capacity `(p_k − f_k)_+`). Unrouted pair mass goes to the
     /// higher-priority token of the pair.
@@ -342,7 +342,7 @@ impl AlphabetRule {
         sigma
     }
 
-    /// `p_I` of the alphabet token of rank `r` (`SCHEMES.md` f.3).
+    /// `p_I` of the alphabet token of rank `r` (`docs/schemes.md` f.3).
     fn alphabet_p_i(&self, r: usize) -> f64 {
         let (q1k, q2k) = (self.q1[r], self.q2[r]);
         if r < self.inner {

@@ -1,4 +1,4 @@
-//! Single-draft speculative sampling (Leviathan et al.; `SCHEMES.md` a).
+//! Single-draft speculative sampling (Leviathan et al.; `docs/schemes.md` a).
 //! Every multi-draft scheme reduces to this when one draft remains.
 
 use crate::dist::Dist;

@@ -1,5 +1,5 @@
 //! Traversal Verification (Weng, Hu et al., NeurIPS 2025, arXiv 2505.12398;
-//! `SCHEMES.md` m): the drafted tree is verified from the leaves to the root
+//! `docs/schemes.md` m): the drafted tree is verified from the leaves to the root
 //! with sequence-level weights, and a rejected subtree hands its mass back to
 //! its parent's residual.
 //!
@@ -341,7 +341,7 @@ impl DraftTree {
 
 /// Which update rule the traversal follows. Only [`Reading::Lossless`] is
 /// exact; the others are published or tempting readings kept so that the
-/// tests show the enumeration tells them apart (`SCHEMES.md` m, pitfalls).
+/// tests show the enumeration tells them apart (`docs/schemes.md` m, pitfalls).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reading {
     Lossless,

@@ -1,5 +1,5 @@
 //! `specbench theory figure2`: the paper's synthetic Figure 2 (E8 in
-//! `PAPER.md` §4). Target `p` uniform on three tokens, K = 2 identical
+//! `docs/paper.md` §4). Target `p` uniform on three tokens, K = 2 identical
 //! drafts, the draft law moved along a line; at every point the exact
 //! acceptance of the optimum, the full pairwise importance-sampling LP,
 //! SpecTr (with its ρ*), SpecInfer and single-draft SD.

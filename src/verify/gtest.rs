@@ -1,4 +1,4 @@
-//! The G-test of `TEST_VECTORS.md` 1.3: bins, statistic, p-value.
+//! The G-test of `docs/exactness.md` 1.3: bins, statistic, p-value.
 
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 

@@ -1,5 +1,5 @@
 //! Test instances: small random nodes for exact enumeration
-//! (`TEST_VECTORS.md` 1.1.5) and realistic large-vocabulary nodes for the
+//! (`docs/exactness.md` 1.1.5) and realistic large-vocabulary nodes for the
 //! sampling tests and benchmarks.
 
 use rand_distr::{Distribution, Normal};
@@ -77,7 +77,7 @@ impl Special {
     ];
 }
 
-/// Normalised squares of uniforms (`TEST_VECTORS.md` 1.1.5).
+/// Normalised squares of uniforms (`docs/exactness.md` 1.1.5).
 fn squares(rng: &mut SpecRng, v: usize) -> Vec<f64> {
     let mut w: Vec<f64> = (0..v).map(|_| rng.uniform().powi(2) + 1e-300).collect();
     normalise(&mut w);

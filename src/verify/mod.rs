@@ -1,4 +1,4 @@
-//! `specbench verify`: the exactness checks of `TEST_VECTORS.md` §1 on fresh
+//! `specbench verify`: the exactness checks of `docs/exactness.md` §1 on fresh
 //! random instances, for every scheme (or the ones named).
 //!
 //! 1. **Enumeration** (1.1): the output law summed over every input tuple
@@ -277,7 +277,7 @@ pub fn instances_for(scheme: &dyn Scheme, seed: u64, count: usize) -> Vec<Instan
     out
 }
 
-/// Enumerates every instance exactly (`TEST_VECTORS.md` 1.1, steps 1–3).
+/// Enumerates every instance exactly (`docs/exactness.md` 1.1, steps 1–3).
 pub fn enumeration_check(scheme: &dyn Scheme, instances: &[Instance]) -> EnumerationSummary {
     let mut summary = EnumerationSummary::default();
     for inst in instances {
@@ -339,7 +339,7 @@ pub fn enumeration_check(scheme: &dyn Scheme, instances: &[Instance]) -> Enumera
 }
 
 /// `select` against `conditional_law` for the first two tuples of the
-/// scheme's draft law at this instance (`TEST_VECTORS.md` 1.1.4).
+/// scheme's draft law at this instance (`docs/exactness.md` 1.1.4).
 pub fn consistency_check(
     scheme: &dyn Scheme,
     inst: &Instance,
@@ -390,7 +390,7 @@ pub fn realistic_nodes(scheme: &dyn Scheme, options: &VerifyOptions) -> Vec<Inst
 }
 
 /// Draws `samples` input tuples from the scheme's draft law and runs
-/// `select` on each (`TEST_VECTORS.md` 1.3).
+/// `select` on each (`docs/exactness.md` 1.3).
 pub fn sampling_check(
     scheme: &dyn Scheme,
     inst: &Instance,

@@ -1,4 +1,4 @@
-//! `verify` for ERSD (`TEST_VECTORS.md` §1.1, special case): its output is
+//! `verify` for ERSD (`docs/exactness.md` §1.1, special case): its output is
 //! a deterministic function of the shared race, so instead of a
 //! conditional law it is checked by
 //!

@@ -1,7 +1,7 @@
 //! Round-level enumeration for sequence-level verifiers (block
 //! verification, Traversal Verification): their rule is over the whole
 //! drafted round, so besides the one-node checks `verify` enumerates whole
-//! rounds of small tree-structured models (`TEST_VECTORS.md` §1.2) and
+//! rounds of small tree-structured models (`docs/exactness.md` §1.2) and
 //! compares the emitted string, continued by the target, with the target's
 //! own law.
 

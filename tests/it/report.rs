@@ -145,7 +145,7 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         .find(|e| e.0.starts_with("table3/1.2") && e.1 == "Optimal (P*)" && e.2 == "dolly K=3")
         .unwrap_or_else(|| panic!("no Table 3 P* entry:\n{csv}"));
     assert!((entry.3.unwrap() - mean(&pstar)).abs() < 1e-12);
-    // SpecTr's row: its closed form at the IS run's nodes (PAPER.md E5).
+    // SpecTr's row: its closed form at the IS run's nodes (docs/paper.md E5).
     let accept: Vec<f64> = seeds_of(&results.rows, "is", 2)
         .iter()
         .map(|r| r.mean_accept_spectr.unwrap())

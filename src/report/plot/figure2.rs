@@ -69,7 +69,7 @@ struct Row {
     sd: f64,
 }
 
-/// Each panel's target and draft laws (PAPER.md §4), for the subtitles.
+/// Each panel's target and draft laws (docs/paper.md §4), for the subtitles.
 fn panel_title(panel: &str) -> &'static str {
     match panel {
         "left" => "q = (1/3, q2, 2/3 − q2)",

@@ -1,7 +1,7 @@
 //! The paper's Table 3: the mean per-node acceptance of each scheme by
 //! dataset and K, with the optimum `P*` on top.
 //!
-//! Every row averages over one run's nodes (`PAPER.md` E5): the IS run at
+//! Every row averages over one run's nodes (`docs/paper.md` E5): the IS run at
 //! the panel's temperature, where every node logged `P*` and each Table 3
 //! scheme's closed form (`decode::TokenAccepts`). On the same nodes no
 //! i.i.d. scheme can exceed `P*`. A run written before those closed forms
@@ -54,7 +54,7 @@ impl Table3 {
         panel.cells.iter().any(|r| has_logged(r))
     }
 
-    /// The cells whose nodes give a column: the IS run's (`PAPER.md` E5),
+    /// The cells whose nodes give a column: the IS run's (`docs/paper.md` E5),
     /// else the first scheme's with the values `has` asks for, one per seed.
     fn source<'a>(
         panel: &Panel<'a>,

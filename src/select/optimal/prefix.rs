@@ -7,7 +7,7 @@ use crate::dist::Dist;
 
 use super::ratio_sort::{LiveEntry, sort_by_ratio};
 
-/// `H*` by the sorted prefix with the *smallest* minimiser (`SCHEMES.md` i,
+/// `H*` by the sorted prefix with the *smallest* minimiser (`docs/schemes.md` i,
 /// step 1): returns the `q/p`-descending order and `m*`.
 pub fn h_star(p: &Dist, q: &Dist, n: usize) -> (Vec<u32>, usize, f64) {
     let (zero, live) = ratio_order(p, q);

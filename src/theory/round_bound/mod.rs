@@ -19,7 +19,7 @@ use lp::{Bound, drafted_tries, round_dual, round_lp};
 use node_lp::{NodeBound, node_lp};
 
 /// The verifiers `round-bound` lists by default, in order: block
-/// verification, SpecInfer (the walk, `SCHEMES.md` §2.1), RSD, SpecHub and
+/// verification, SpecInfer (the walk, `docs/schemes.md` §2.1), RSD, SpecHub and
 /// Traversal Verification in its three tree modes. A scheme whose exact
 /// round law `decode::exact::round_law` enumerates, and whose drafting is
 /// its `draft_law()` at the root then independent chains, is one more
