@@ -72,15 +72,13 @@ impl<'a> Walker<'a> {
     ) -> Result<DraftRows> {
         let processing = &self.config.drafts[..self.k];
         let misread = self.config.misread_drafts.as_ref().map(|m| &m[..self.k]);
-        let (firsts, read) = session.prefill_draft(draft, |logits| {
+        let (firsts, misread_firsts) = session.prefill_draft(draft, |logits| {
             let row = logits.at(0, 0)?;
-            let firsts = first_laws(row, processing)?;
-            let read = match misread {
-                Some(misread) => first_laws(row, misread)?,
-                None => firsts.clone(),
-            };
-            Ok((firsts, read))
+            let misread_firsts = misread.map(|m| first_laws(row, m)).transpose()?;
+            Ok((first_laws(row, processing)?, misread_firsts))
         })?;
+        // The laws the scheme is handed: those drawn from, in every real decode.
+        let read = misread_firsts.as_ref().unwrap_or(&firsts);
         let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
         let first_drafts = drafts_of(&first_refs, self.identical);
         let tuple = self.scheme.draft_law().sampler(&first_drafts).draw(rng);

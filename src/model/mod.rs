@@ -95,6 +95,13 @@ pub trait CausalLm {
     fn info(&self) -> ModelInfo;
 }
 
+/// The product of sizes read from a file, `None` where it overflows: a
+/// damaged file's sizes must give an error, not a wrapped or panicking
+/// multiplication.
+pub fn checked_product(factors: &[usize]) -> Option<usize> {
+    factors.iter().try_fold(1usize, |n, &f| n.checked_mul(f))
+}
+
 /// Checks the shape of a `forward` call against the batch; the message names
 /// the mistake. Models call it first.
 pub fn check_forward(model: &dyn CausalLm, tokens: &[&[u32]]) -> Result<usize> {

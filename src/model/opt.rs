@@ -19,10 +19,10 @@ use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 
-use super::ModelInfo;
 use super::decoder::{CachedDecoder, Family};
 use super::kv_cache::KvCache;
 use super::layers::{Linear, attend, linear, project_to_vocabulary};
+use super::{ModelInfo, checked_product};
 
 /// The fields of `config.json` OPT needs (defaults as in `OPTConfig`).
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
@@ -113,7 +113,7 @@ impl OptConfig {
 pub fn parameter_count(config: &OptConfig) -> Result<usize> {
     let count = |shapes: Vec<(String, Vec<usize>)>| {
         shapes.iter().try_fold(0usize, |sum, (_, shape)| {
-            sum.checked_add(shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?)
+            sum.checked_add(checked_product(shape)?)
         })
     };
     let layers = count(layer_shapes(config, 0))

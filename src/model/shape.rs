@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use hf_hub::{Cache, Repo, RepoType};
 
+use super::checked_product;
 use super::llama::LlamaConfig;
 use super::opt::{OptConfig, opt_shape, parameter_count};
 use super::random;
@@ -139,12 +140,12 @@ fn llama_shape(c: &LlamaConfig) -> Option<ModelShape> {
     let head_dim = c.head_dim.unwrap_or(c.hidden_size / heads);
     let kv_heads = c.num_key_value_heads.unwrap_or(heads);
     let (h, kv) = (c.hidden_size, kv_heads.checked_mul(head_dim)?);
-    let product = |factors: &[usize]| factors.iter().try_fold(1usize, |n, &f| n.checked_mul(f));
-    let attention = product(&[h, heads, head_dim, 2])?.checked_add(product(&[h, kv, 2])?)?;
-    let mlp = product(&[3, h, c.intermediate_size])?;
+    let attention =
+        checked_product(&[h, heads, head_dim, 2])?.checked_add(checked_product(&[h, kv, 2])?)?;
+    let mlp = checked_product(&[3, h, c.intermediate_size])?;
     let tied = if c.tie_word_embeddings { 1 } else { 2 };
-    let embeddings = product(&[c.vocab_size, h, tied])?;
-    let layers = product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
+    let embeddings = checked_product(&[c.vocab_size, h, tied])?;
+    let layers = checked_product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
     Some(ModelShape {
         parameters: embeddings.checked_add(layers)?,
         layers: c.num_hidden_layers,

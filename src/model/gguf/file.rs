@@ -12,6 +12,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 
 use super::header::{DEFAULT_ALIGNMENT, check_alignment, declared_alignment};
+use crate::model::checked_product;
 
 pub struct GgufFile {
     pub path: PathBuf,
@@ -27,7 +28,7 @@ pub fn tensor_bytes(dtype: GgmlDType, elements: usize) -> usize {
 
 /// A shape's element count, saturating where the dims' product overflows.
 fn element_count(shape: &candle_core::Shape) -> usize {
-    (shape.dims().iter()).fold(1usize, |n, &d| n.saturating_mul(d))
+    checked_product(shape.dims()).unwrap_or(usize::MAX)
 }
 
 /// Refuses a tensor table llama.cpp would refuse: data offsets off the
