@@ -4,6 +4,7 @@
 
 pub mod model;
 pub mod optimal;
+pub mod parity;
 pub mod round;
 pub mod truncation;
 

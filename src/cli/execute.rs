@@ -21,7 +21,7 @@ use crate::theory::round_bound::{Instance, InstanceFile, round_bound};
 use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
-use super::run::{fetch_config, parity_check, run_experiment};
+use super::run::{bench_parity, fetch_config, parity_check, run_experiment};
 use super::*;
 
 /// Runs one parsed command line; the exit code says pass (0) or a verdict
@@ -55,6 +55,7 @@ pub fn execute(cli: Cli) -> Result<ExitCode, String> {
             BenchCommand::Model(args) => bench_models(args)?,
             BenchCommand::Optimal(args) => bench_optimal_sampler(args)?,
             BenchCommand::Round(args) => bench_rounds(args)?,
+            BenchCommand::Parity(args) => return bench_parity(*args),
         },
         Command::Data {
             command: DataCommand::Show(args),

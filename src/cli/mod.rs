@@ -404,6 +404,26 @@ pub enum BenchCommand {
     /// Host work of one speculative round apart from the model calls: logit
     /// processing, sampling, selection, KV row selection and rollback.
     Round(BenchRoundArgs),
+    /// What an end-to-end parity test costs: sequences per second decoded
+    /// and scored for each scheme of a config (`parity` without mutants).
+    Parity(Box<BenchParityArgs>),
+}
+
+/// `specbench bench parity`: the config and the sweep's flags, like `parity`.
+#[derive(Debug, Args)]
+pub struct BenchParityArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Sequences decoded per scheme (spread over the prompts in turn).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sequences: u64,
+    /// Output directory: parity's files and parity-cost.csv (default
+    /// results/bench-parity-<name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Overrides of the config's fields.
+    #[command(flatten)]
+    pub overrides: Overrides,
 }
 
 #[derive(Debug, Args)]

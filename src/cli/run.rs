@@ -7,7 +7,7 @@ use crate::experiment::{Config, Overrides, RunOptions};
 use crate::report::{pooled_vs_sd, summary_table};
 
 use super::output::line;
-use super::{FetchArgs, ParityArgs, RunArgs};
+use super::{BenchParityArgs, FetchArgs, ParityArgs, RunArgs};
 
 /// The config a path names (default: experiments/default.toml or the
 /// embedded copy) with the flags' overrides, and where it came from.
@@ -128,6 +128,39 @@ pub fn parity_check(args: ParityArgs) -> Result<std::process::ExitCode, String> 
     Ok(if report.holds() {
         std::process::ExitCode::SUCCESS
     } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+/// `specbench bench parity`: `parity` without mutants, then each subject's
+/// sequences per second (parity-cost.csv beside parity's files). Exits 1
+/// where a scheme failed, as `parity` does.
+pub fn bench_parity(args: BenchParityArgs) -> Result<std::process::ExitCode, String> {
+    use crate::bench::parity::{cost_rows, cost_table, write_cost};
+    let (config, _) = load_config(args.config.path(), &args.overrides)?;
+    let threads = crate::threads::configure(config.models.threads).map_err(line)?;
+    let out = (args.out)
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("bench-parity-{}", config.name)));
+    let options = crate::parity::ParityOptions {
+        config,
+        sequences: args.sequences as usize,
+        mutants: false,
+        generations: None,
+        alpha: 1e-6,
+        out: Some(out),
+    };
+    let report = crate::parity::run(&options).map_err(line)?;
+    let rows = cost_rows(&options.config, threads, &report);
+    write_cost(&report.out_dir, &rows).map_err(line)?;
+    print!("{}", cost_table(&rows));
+    println!("results in {}", report.out_dir.display());
+    Ok(if report.holds() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "a scheme failed its parity test: see {}",
+            report.out_dir.join(crate::parity::MANIFEST_FILE).display()
+        );
         std::process::ExitCode::FAILURE
     })
 }

@@ -31,6 +31,7 @@ mod mutation;
 mod optimal_decode;
 mod optimal_window;
 mod parity;
+mod parity_cost;
 mod plot;
 mod quality;
 mod race;

@@ -7,6 +7,7 @@ pub mod draw;
 pub mod figure;
 pub mod figure2;
 pub mod parity;
+pub mod parity_cost;
 pub mod style;
 
 /// Declares each family's module and lists its builder in [`RUN_FIGURES`]:
@@ -93,8 +94,16 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
     for input in inputs {
         figure2::check_not_stale(input)?;
     }
-    let (parity_runs, inputs): (Vec<&PathBuf>, Vec<&PathBuf>) = inputs
+    // A `bench parity` directory is a parity run too: it gives both figures.
+    let cost_files: Vec<PathBuf> = inputs
         .iter()
+        .filter_map(|p| parity_cost::cost_file(p))
+        .collect();
+    let inputs: Vec<&PathBuf> = (inputs.iter())
+        .filter(|p| !p.is_file() || parity_cost::cost_file(p).is_none())
+        .collect();
+    let (parity_runs, inputs): (Vec<&PathBuf>, Vec<&PathBuf>) = inputs
+        .into_iter()
         .partition(|p| parity::parity_histograms(p).is_some());
     let (theory, runs): (Vec<&PathBuf>, Vec<&PathBuf>) =
         inputs.into_iter().partition(|p| figure2::is_figure2_csv(p));
@@ -115,13 +124,16 @@ pub fn figures(inputs: &[PathBuf]) -> Result<Figures> {
         }
         figures.push(figure);
     }
+    if !cost_files.is_empty() {
+        figures.push(parity_cost::cost_figure(&cost_files)?);
+    }
     if !runs.is_empty() {
         let runs: Vec<PathBuf> = runs.into_iter().cloned().collect();
         let results = load(&runs)?;
         for run_figures in RUN_FIGURES {
             figures.extend(run_figures(&results.rows, &mut skipped));
         }
-    } else if parity_runs.is_empty() {
+    } else if parity_runs.is_empty() && cost_files.is_empty() {
         skipped.push(Skip::new(
             "run figures",
             "no run directory or cells.csv given (only Figure 2 CSVs)",
