@@ -7,7 +7,8 @@
 //!    [`rng`]: the seeded stream of uniforms; [`quality`]: ROUGE-L and BLEU
 //!    as the field's Python packages score them; [`threads`]: the thread
 //!    count every CPU pool uses, set once at start; [`hub`]: the Hugging
-//!    Face hub client (commit-pinned, verified downloads, offline mode).
+//!    Face hub client (commit-pinned, verified downloads, offline mode);
+//!    [`fast`]: the switch that turns every fast path off.
 //! 2. [`model`]: language models behind the `CausalLm` trait;
 //!    [`select`]: the token-level selection schemes and their registry
 //!    (pure math, no models).
@@ -49,6 +50,7 @@ pub mod data;
 pub mod decode;
 pub mod dist;
 pub mod experiment;
+pub mod fast;
 pub mod hub;
 pub mod inspect;
 pub mod model;

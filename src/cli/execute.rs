@@ -27,6 +27,7 @@ use super::*;
 /// Runs one parsed command line; the exit code says pass (0) or a verdict
 /// of failure (1); an `Err` is a one-line error (`main` exits 2).
 pub fn execute(cli: Cli) -> Result<ExitCode, String> {
+    crate::fast::check()?;
     match cli.command {
         Command::Run(args) => run_experiment(*args)?,
         Command::Fetch(args) => fetch_config(*args)?,

@@ -47,7 +47,7 @@ impl<'a> Walker<'a> {
         let mut session = Session::start(target, draft, prompt, self.config)?;
         let mut done = false;
         while !done {
-            let rows = self.draft(draft, &mut session, rng, Laws::WhenRead)?;
+            let rows = self.draft(draft, &mut session, rng, Laws::when_read())?;
             let scores = session.score(target, &rows.tokens)?;
             let descent = self.walk(&scores, &rows, &mut session, rng)?;
             session.moved(&scores);
@@ -304,6 +304,18 @@ pub(crate) enum Laws {
     WithTokens,
     /// When read: a walk reads at most one per depth it reaches.
     WhenRead,
+}
+
+impl Laws {
+    /// What a walk asks for: laws when read, a fast path (`crate::fast`);
+    /// with their tokens when the fast paths are off.
+    fn when_read() -> Self {
+        if crate::fast::enabled() {
+            Laws::WhenRead
+        } else {
+            Laws::WithTokens
+        }
+    }
 }
 
 /// One group's tokens, one per uniform, from its law (`processing` of

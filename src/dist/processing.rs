@@ -127,8 +127,10 @@ impl Processing {
         self.full(logits, max)
     }
 
+    /// Top-p alone, where the certified path applies (a fast path:
+    /// `crate::fast` turns it off).
     fn nucleus_only(&self, vocab: usize) -> bool {
-        self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= vocab)
+        self.top_p < 1.0 && self.top_k.is_none_or(|k| k >= vocab) && crate::fast::enabled()
     }
 
     /// The law from every token's exact weight: the definition, which the

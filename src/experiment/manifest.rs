@@ -171,6 +171,9 @@ pub fn describe(
         // Whether those threads spun through the model calls instead of
         // sleeping (models on a GPU; `threads::AwakePool`).
         "pool_awake": super::memory::keeps_pool_awake(config),
+        // Whether the fast paths ran (`SPECBENCH_FAST_PATHS`): the same
+        // tokens either way, a different time.
+        "fast_paths": crate::fast::enabled(),
         "os": std::env::consts::OS,
         "prompts": prompts,
         "seed_stream": "SpecRng::derive(seed, [dataset index (xsum 0, dolly 1, wmt18 2), prompt index]): the same stream for every cell of a dataset and seed",

@@ -236,7 +236,8 @@ impl KvCache {
             common: 0,
             fed: Vec::new(),
             calls: 0,
-            skip_shared: true,
+            // A fast path (`crate::fast`): the same rows either way.
+            skip_shared: crate::fast::enabled(),
             copied: 0,
         }
     }

@@ -123,6 +123,7 @@ pub fn finish(
         "alpha": options.alpha,
         "threshold": threshold,
         "pit_order": "each law's tokens most likely first, ties by id",
+        "fast_paths": crate::fast::enabled(),
         "seed_streams": "decoding: SpecRng::derive(seed, [0x50415249, dataset index, sequence]); PIT: SpecRng::derive(seed, [0x504954, sequence])",
         "verdicts": verdicts,
         "holds": super::holds(&verdicts),

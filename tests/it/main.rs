@@ -16,6 +16,7 @@ mod data_parquet;
 mod doc_paths;
 mod exactness;
 mod failed_cells;
+mod fast_paths;
 mod gguf_smollm2;
 mod gguf_tiny;
 mod global_resolution;

@@ -1,0 +1,63 @@
+//! The fast paths, and the one switch that turns them all off.
+//!
+//! Each fast path gives exactly what the plain code gives, and is tested so
+//! (docs/exactness.md, "The fast paths"):
+//! - certified top-p laws and draws from f32 estimates instead of every
+//!   token's exact weight (`dist::certified`), with their AVX2 kernels;
+//! - 1 → K KV copies on the CPU that skip the positions a row already holds
+//!   (`model::kv_cache`);
+//! - draft laws built only when a scheme reads them (`decode::walk`).
+//!
+//! `SPECBENCH_FAST_PATHS=off` runs the plain code everywhere: the laws from
+//! every token's exact weight, the portable kernels, every KV position
+//! copied, every law built with its tokens. A run gives the same tokens
+//! either way; the manifest records which ran (`fast_paths`). The variable
+//! is read once per process.
+
+use std::sync::OnceLock;
+
+/// The environment variable: `on` (the default) or `off`.
+pub const VARIABLE: &str = "SPECBENCH_FAST_PATHS";
+
+static ENABLED: OnceLock<bool> = OnceLock::new();
+
+/// Whether the fast paths run in this process. A value [`check`] refuses
+/// counts as `on` here; the command line refuses it before any work.
+pub fn enabled() -> bool {
+    *ENABLED.get_or_init(|| parse(std::env::var(VARIABLE).ok().as_deref()).unwrap_or(true))
+}
+
+/// The variable's value as the switch, or the one-line error naming the fix.
+pub fn check() -> Result<bool, String> {
+    parse(std::env::var(VARIABLE).ok().as_deref())
+}
+
+fn parse(value: Option<&str>) -> Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("") | Some("on") | Some("1") => Ok(true),
+        Some("off") | Some("0") => Ok(false),
+        Some(other) => Err(format!(
+            "{VARIABLE}={other} is not a switch: set it to on or off (off runs the plain code everywhere)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn the_switch_reads_on_and_off_and_refuses_anything_else() {
+        for (value, want) in [(None, true), (Some("on"), true), (Some(" 1"), true)] {
+            assert_eq!(parse(value), Ok(want), "{value:?}");
+        }
+        for value in ["off", "0", "off "] {
+            assert_eq!(parse(Some(value)), Ok(false), "{value}");
+        }
+        let error = parse(Some("maybe")).unwrap_err();
+        assert!(
+            error.contains("on or off") && !error.contains('\n'),
+            "{error}"
+        );
+    }
+}
