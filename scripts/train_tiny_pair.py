@@ -173,7 +173,8 @@ def train(work, kind, steps, batch, lr, resume, threads, seed=0):
         return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
 
     # Threads: fixed, or (0) every 100 steps time 5 steps with 1 and with 2
-    # threads and keep the faster (a busy 2-core machine makes 2 slower).
+    # threads and keep the faster (on a small machine busy with other work,
+    # 2 threads can be slower than 1).
     torch.set_num_threads(threads or 2)
     rng = random.Random(seed)
     blocks, cursor = pack(train_docs, rng), 0

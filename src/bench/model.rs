@@ -79,11 +79,11 @@ pub struct ModelBenchRow {
 
 /// How fast the device reads memory, GB/s: on the CPU the median of timed
 /// sums over a 512 MiB buffer, every byte read once and nothing written —
-/// what a decode step does with its weights (a copy would count writes too
-/// and overstate the rate: on the 2-core build machine a copy measured
-/// 43–46 GB/s, a read 22–33 GB/s on one thread and 30–37 GB/s on two). On
-/// a GPU a matrix–vector product over f16 weights (docs/cuda.md, "The
-/// GPU checks").
+/// what a decode step does with its weights (a copy would count its writes
+/// too, and a machine can move more bytes copying than reading alone, so
+/// the floor would come out below what a decode step can reach). On a GPU
+/// a matrix–vector product over f16 weights (docs/cuda.md, "The GPU
+/// checks").
 pub fn read_bandwidth(device: &Device) -> Result<f64> {
     const ELEMENTS: usize = 128 << 20; // 512 MiB of f32
     let mut times = Vec::new();

@@ -5,9 +5,10 @@
 //! the laws at a depth, the KV copies) between model calls. When a call
 //! runs on a GPU, the CPU pool has nothing to do while it lasts, so rayon
 //! puts its other threads to sleep, and the next section must wake them
-//! first. On the 2-core build VM a woken thread took its first task ~50 µs
-//! after the section had begun (`bench round`, K = 8, 1,915-token prompts):
-//! an eighth of a depth's draws, paid at every section of every round.
+//! first. A woken thread starts its first task tens of microseconds after
+//! the section has begun, a sizeable share of a section that lasts a few
+//! hundred, and the caller then waits for that thread's last task: a cost
+//! paid at every section of every round (docs/threads.md).
 //!
 //! [`AwakePool::hold`] keeps every other thread of the caller's pool
 //! running: each takes pool work as it appears (`rayon::yield_now`) and
