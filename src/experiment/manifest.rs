@@ -170,7 +170,7 @@ pub fn describe(
         "cores": crate::threads::available_cores(),
         // Whether those threads spun through the model calls instead of
         // sleeping (models on a GPU; `threads::AwakePool`).
-        "pool_awake": super::memory::keeps_pool_awake(config),
+        "pool_awake": models.leaves_cpu_idle(),
         // Whether the fast paths ran (`SPECBENCH_FAST_PATHS`): the same
         // tokens either way, a different time.
         "fast_paths": crate::fast::enabled(),

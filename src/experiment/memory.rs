@@ -244,14 +244,6 @@ pub fn resolved_device(device: DeviceChoice) -> DeviceChoice {
     }
 }
 
-/// Whether the pool's threads stay awake through a run's model calls
-/// ([`crate::threads::AwakePool`]): when the models run on a GPU, whose
-/// calls leave the CPU idle. On the CPU the models' own matmuls use the
-/// pool.
-pub fn keeps_pool_awake(config: &Config) -> bool {
-    resolved_device(config.models.device) != DeviceChoice::Cpu
-}
-
 /// Warns about f32 weights of a large model on CUDA (twice the memory of
 /// f16 and about twice the time of a memory-bound call).
 pub fn precision_warning(config: &Config, estimate: &MemoryEstimate) -> Option<String> {
@@ -339,24 +331,5 @@ pub fn describe_device(device: DeviceChoice) -> String {
             None => format!("{device}: {} free ({source})", gb(free)),
         },
         None => format!("{device}: free memory unknown (no nvidia-smi answer); not checked"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pool_stays_awake_only_for_models_off_the_cpu() {
-        let (mut config, _) = Config::default_experiment().unwrap();
-        config.models.device = DeviceChoice::Cpu;
-        assert!(!keeps_pool_awake(&config));
-        config.models.device = DeviceChoice::Cuda(Some(1));
-        assert!(keeps_pool_awake(&config));
-        // `auto` opens the CPU in a build without CUDA.
-        if !cfg!(feature = "cuda") {
-            config.models.device = DeviceChoice::Auto;
-            assert!(!keeps_pool_awake(&config));
-        }
     }
 }

@@ -12,7 +12,6 @@ use super::cell::{CellKind, TempSet};
 use super::config::Config;
 use super::generations::{GenerationLine, GenerationsWriter};
 use super::manifest::{self, FailedCell, Manifest};
-use super::memory::keeps_pool_awake;
 use super::metrics::{CellRow, RowContext};
 use super::options::RunOptions;
 use super::output::{CellsWriter, JsonlWriter};
@@ -84,7 +83,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     let mut progress = Progress::new(todo.len());
     let fail_cell = std::env::var(FAIL_CELL_VARIABLE).ok();
     let mut failed = Vec::new();
-    let _awake = keeps_pool_awake(config).then(AwakePool::hold);
+    let _awake = models.leaves_cpu_idle().then(AwakePool::hold);
     for cell in &todo {
         let prompts = (prompts.iter().find(|p| p.dataset == cell.dataset))
             .expect("prompts loaded for every planned dataset");

@@ -289,3 +289,60 @@ pub struct ModelPair {
     pub draft: Box<dyn CausalLm>,
     pub tokenizer: Box<dyn Tokenizer>,
 }
+
+impl ModelPair {
+    /// Whether both models compute off the CPU, so that their calls leave
+    /// the CPU pool idle (`crate::threads::AwakePool` is for that case):
+    /// read from the loaded models, not the config, since `auto` opens
+    /// whatever the machine has.
+    pub fn leaves_cpu_idle(&self) -> bool {
+        [&self.target, &self.draft]
+            .iter()
+            .all(|model| model.info().device != "cpu")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-token model that says it computes on `device`.
+    struct On(&'static str);
+
+    impl ContextLogits for On {
+        fn vocab_size(&self) -> usize {
+            2
+        }
+        fn eos_token(&self) -> Option<u32> {
+            None
+        }
+        fn logits_after(&self, _: &[u32], out: &mut [f32]) {
+            out.fill(0.0);
+        }
+        fn info(&self) -> ModelInfo {
+            ModelInfo {
+                id: "stub".into(),
+                revision: String::new(),
+                vocab: 2,
+                dtype: "f32".into(),
+                device: self.0.into(),
+            }
+        }
+    }
+
+    fn pair(target: &'static str, draft: &'static str) -> ModelPair {
+        ModelPair {
+            target: Box::new(HistoryLm::new(On(target))),
+            draft: Box::new(HistoryLm::new(On(draft))),
+            tokenizer: Box::new(tokenize::ByteTokenizer),
+        }
+    }
+
+    #[test]
+    fn only_a_pair_wholly_off_the_cpu_leaves_the_cpu_idle() {
+        assert!(pair("cuda", "cuda").leaves_cpu_idle());
+        assert!(!pair("cpu", "cpu").leaves_cpu_idle());
+        // A draft on the CPU keeps the pool busy between the target's calls.
+        assert!(!pair("cuda", "cpu").leaves_cpu_idle());
+    }
+}

@@ -21,6 +21,7 @@
 //! for a GPU run, holds it unless asked not to.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -36,10 +37,21 @@ thread_local! {
 }
 
 /// While alive, the other threads of the pool it was made in stay awake.
+///
+/// The guard stays on the thread that made it: whether a thread holds one
+/// is that thread's own flag, which a drop on another thread would clear
+/// in the wrong place. So it is not `Send`:
+///
+/// ```compile_fail,E0277
+/// fn to_another_thread<T: Send>(_: T) {}
+/// to_another_thread(specbench::threads::AwakePool::hold());
+/// ```
 #[must_use = "the pool stays awake only while the guard lives"]
 pub struct AwakePool {
     /// Set on drop; `None` when this guard keeps nothing awake.
     stop: Option<Arc<AtomicBool>>,
+    /// Not `Send` (nor `Sync`): see above.
+    _this_thread: PhantomData<*const ()>,
 }
 
 impl AwakePool {
@@ -50,7 +62,10 @@ impl AwakePool {
     /// Call it between parallel sections, not from inside one.
     pub fn hold() -> Self {
         if rayon::current_num_threads() < 2 || HOLDING.with(Cell::get) {
-            return Self { stop: None };
+            return Self {
+                stop: None,
+                _this_thread: PhantomData,
+            };
         }
         HOLDING.with(|h| h.set(true));
         let stop = Arc::new(AtomicBool::new(false));
@@ -63,7 +78,10 @@ impl AwakePool {
                 work_until(&flag);
             }
         });
-        Self { stop: Some(stop) }
+        Self {
+            stop: Some(stop),
+            _this_thread: PhantomData,
+        }
     }
 
     /// Whether this guard keeps threads awake (false for a no-op guard).
