@@ -7,6 +7,8 @@
 #   scripts/regenerate.sh tiny             # results/tiny, plots/tiny (~5 min)
 #   scripts/regenerate.sh smollm2          # results/smollm2, plots/smollm2 (~20 min; fetches the GGUF)
 #   scripts/regenerate.sh parity-smollm2   # every scheme end to end on SmolLM2 (~60 min)
+#   scripts/regenerate.sh parity-smollm2-hot  # the draft-law mutants on SmolLM2, draft T 2.4 (~25 min)
+#   scripts/regenerate.sh bench-parity     # what parity costs, tiny pair and SmolLM2 (~30 min)
 #   scripts/regenerate.sh parity-transformers  # transformers' committed generations, scored again (~1 min)
 #   SPECBENCH=target/cuda/release/specbench scripts/regenerate.sh parity-tiny-cuda
 #                                          # on a machine with a GPU (scripts/build-cuda.sh builds it)
@@ -58,6 +60,33 @@ parity_smollm2() {
         --max-new-tokens 10 --sequences 40
 }
 
+# The draft-law mutants on SmolLM2: its Q4_0 self-draft is close to its
+# target at T 1.0, so they are shown at a hot draft temperature.
+parity_smollm2_hot() {
+    scripts/fetch-smollm2.sh >/dev/null
+    parity parity-smollm2-hot --config experiments/smollm2.toml --schemes specinfer \
+        --drafts 2 --draft-temps 2.4 --datasets wmt18 --prompts 1 --max-prompt-tokens 32 \
+        --max-new-tokens 10 --sequences 60
+}
+
+# What parity costs (docs/benchmarks.md, "Parity"): the tiny pair at the
+# issue's N = 2,000, SmolLM2 at N = 100 (2,000 would take hours on a CPU;
+# its rate does not depend on N, each sequence being decoded alone).
+bench_parity() {
+    local schemes=specinfer
+    rm -rf results/bench-parity-tiny results/bench-parity-smollm2 plots/bench-parity
+    "$specbench" bench parity --config experiments/tiny.toml --out results/bench-parity-tiny \
+        --schemes "$schemes" --drafts 2,8 --draft-temps 2.4 --datasets wmt18 --prompts 1 \
+        --max-prompt-tokens 24 --max-new-tokens 12 --sequences 2000
+    scripts/fetch-smollm2.sh >/dev/null
+    "$specbench" bench parity --config experiments/smollm2.toml --out results/bench-parity-smollm2 \
+        --schemes "$schemes" --drafts 2 --draft-temps 2.4 --datasets wmt18 --prompts 1 \
+        --max-prompt-tokens 32 --max-new-tokens 10 --sequences 100
+    mkdir -p plots/bench-parity
+    "$specbench" plot results/bench-parity-tiny results/bench-parity-smollm2 \
+        --out plots/bench-parity --format svg,png
+}
+
 parity_transformers() {
     # The generations are transformers' (scripts/parity_generations.py wrote
     # them, 1,000 sampled and 1,000 assisted) and stay; the scoring is re-run.
@@ -78,6 +107,8 @@ case $what in
     tiny) sweep tiny experiments/tiny.toml ;;
     smollm2) scripts/fetch-smollm2.sh >/dev/null && sweep smollm2 experiments/smollm2.toml ;;
     parity-smollm2) parity_smollm2 ;;
+    parity-smollm2-hot) parity_smollm2_hot ;;
+    bench-parity) bench_parity ;;
     parity-transformers) parity_transformers ;;
     parity-tiny-cuda) parity_tiny_cuda ;;
     all)
@@ -86,11 +117,13 @@ case $what in
         scripts/fetch-smollm2.sh >/dev/null
         sweep smollm2 experiments/smollm2.toml
         parity_smollm2
+        parity_smollm2_hot
+        bench_parity
         parity_transformers
         echo "results/parity-tiny-cuda needs a GPU: SPECBENCH=target/cuda/release/specbench $0 parity-tiny-cuda"
         ;;
     *)
-        echo "error: unknown target '$what': give all, figure2, tiny, smollm2, parity-smollm2, parity-transformers or parity-tiny-cuda" >&2
+        echo "error: unknown target '$what': give all, figure2, tiny, smollm2, parity-smollm2, parity-smollm2-hot, bench-parity, parity-transformers or parity-tiny-cuda" >&2
         exit 2
         ;;
 esac

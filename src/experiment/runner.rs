@@ -51,13 +51,7 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     config.validate()?;
     let plan = Plan::build(config)?;
     let cells = plan.cells_of(options.shard);
-    // Before any download or load: will the largest cell fit the device?
-    if let Some(estimate) = super::memory::estimate(config, &cells)? {
-        if let Some(warning) = super::memory::precision_warning(config, &estimate) {
-            eprintln!("{warning}");
-        }
-        super::memory::check(config, &estimate)?;
-    }
+    check_memory(config, &cells)?;
     // Load everything before touching the output, so a config that cannot
     // run fails without leaving files behind.
     let mut models = load_pair(&config.models.pair_spec())?;
@@ -80,54 +74,15 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
 
     let mut sweep = Sweep::open(&dir, options)?;
     let resumed = sweep.rows.len();
-    let mut progress = Progress::new(todo.len());
-    let fail_cell = std::env::var(FAIL_CELL_VARIABLE).ok();
-    let mut failed = Vec::new();
-    let _awake = models.leaves_cpu_idle().then(AwakePool::hold);
-    for cell in &todo {
-        let prompts = (prompts.iter().find(|p| p.dataset == cell.dataset))
-            .expect("prompts loaded for every planned dataset");
-        progress.start_cell(&cell.id, prompts.tokens.len());
-        let began = Instant::now();
-        let generations = if fail_cell.as_deref() == Some(cell.id.as_str()) {
-            Err(anyhow::anyhow!("failure injected by {FAIL_CELL_VARIABLE}"))
-        } else {
-            run_cell(
-                cell,
-                config,
-                &mut models,
-                prompts,
-                sweep.rounds_out.as_mut(),
-                &progress,
-            )
-        };
-        // A cell that fails (out of memory, say) is recorded and the sweep
-        // goes on: one bad cell must not cost the rest of a long run. Its
-        // row is not written, so `--resume` runs it again.
-        let generations = match generations {
-            Ok(generations) => generations,
-            Err(error) => {
-                let error = format!("{error:#}");
-                progress.cell_failed(&cell.id, &error);
-                manifest.cell_failed(&cell.id, &error);
-                manifest.write(&dir.manifest_path())?;
-                failed.push(FailedCell {
-                    cell_id: cell.id.clone(),
-                    error,
-                });
-                continue;
-            }
-        };
-        let row = sweep
-            .record(cell, config, &models, prompts, &generations, began)
-            .with_context(|| format!("cell {}", cell.id))?;
-        progress.cell_done(&row.progress_line());
-        manifest.cell_finished(
-            generations.iter().map(|g| g.seconds).sum(),
-            generations.iter().map(|g| g.logging_seconds).sum(),
-        );
-    }
-    progress.finish();
+    let mut running = Running {
+        config,
+        dir: &dir,
+        manifest: &mut manifest,
+        sweep: &mut sweep,
+        failed: Vec::new(),
+    };
+    running.cells(&todo, &mut models, &prompts)?;
+    let failed = running.failed;
     manifest.finish_run();
     manifest.write(&dir.manifest_path())?;
     Ok(RunReport {
@@ -138,6 +93,82 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
         skipped: plan.skipped,
         failed,
     })
+}
+
+/// Before any download or load: will the largest cell fit the device?
+fn check_memory(config: &Config, cells: &[Cell]) -> Result<()> {
+    if let Some(estimate) = super::memory::estimate(config, cells)? {
+        if let Some(warning) = super::memory::precision_warning(config, &estimate) {
+            eprintln!("{warning}");
+        }
+        super::memory::check(config, &estimate)?;
+    }
+    Ok(())
+}
+
+/// A sweep under way: where each finished or failed cell is recorded.
+struct Running<'a> {
+    config: &'a Config,
+    dir: &'a RunDir,
+    manifest: &'a mut Manifest,
+    sweep: &'a mut Sweep,
+    failed: Vec<FailedCell>,
+}
+
+impl Running<'_> {
+    /// Runs the cells in order, each recorded as it ends.
+    fn cells(&mut self, todo: &[&Cell], models: &mut ModelPair, prompts: &[Prompts]) -> Result<()> {
+        let mut progress = Progress::new(todo.len());
+        let fail_cell = std::env::var(FAIL_CELL_VARIABLE).ok();
+        let _awake = models.leaves_cpu_idle().then(AwakePool::hold);
+        for &cell in todo {
+            let prompts = (prompts.iter().find(|p| p.dataset == cell.dataset))
+                .expect("prompts loaded for every planned dataset");
+            progress.start_cell(&cell.id, prompts.tokens.len());
+            let began = Instant::now();
+            let generations = if fail_cell.as_deref() == Some(cell.id.as_str()) {
+                Err(anyhow::anyhow!("failure injected by {FAIL_CELL_VARIABLE}"))
+            } else {
+                let rounds_out = self.sweep.rounds_out.as_mut();
+                run_cell(cell, self.config, models, prompts, rounds_out, &progress)
+            };
+            match generations {
+                Ok(generations) => {
+                    let row = (self.sweep)
+                        .record(cell, self.config, models, prompts, &generations, began)
+                        .with_context(|| format!("cell {}", cell.id))?;
+                    progress.cell_done(&row.progress_line());
+                    self.manifest.cell_finished(
+                        generations.iter().map(|g| g.seconds).sum(),
+                        generations.iter().map(|g| g.logging_seconds).sum(),
+                    );
+                }
+                Err(error) => self.cell_failed(cell, &error, &mut progress)?,
+            }
+        }
+        progress.finish();
+        Ok(())
+    }
+
+    /// A cell that fails (out of memory, say) is recorded and the sweep
+    /// goes on: one bad cell must not cost the rest of a long run. Its row
+    /// is not written, so `--resume` runs it again.
+    fn cell_failed(
+        &mut self,
+        cell: &Cell,
+        error: &anyhow::Error,
+        progress: &mut Progress,
+    ) -> Result<()> {
+        let error = format!("{error:#}");
+        progress.cell_failed(&cell.id, &error);
+        self.manifest.cell_failed(&cell.id, &error);
+        self.manifest.write(&self.dir.manifest_path())?;
+        self.failed.push(FailedCell {
+            cell_id: cell.id.clone(),
+            error,
+        });
+        Ok(())
+    }
 }
 
 /// The files a sweep appends to and the rows it has so far.

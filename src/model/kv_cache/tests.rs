@@ -126,89 +126,20 @@ const WIDE: usize = 2 * 3; // kv_heads × head_dim of the test tensors
 /// many positions; a twin that copies every position must agree.
 #[test]
 fn every_row_selection_matches_a_plain_reference() {
-    let mut state = 7u64;
-    let mut next = |n: usize| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((state >> 33) as usize) % n
-    };
     let mut cache = KvCache::new(2);
     let mut twin = KvCache::new(2);
     twin.set_skip_shared(false);
-    // Per row: its tokens, and its positions' WIDE values.
-    let mut tokens: Vec<Vec<u32>> = vec![Vec::new()];
-    let mut reference: Vec<Vec<[f32; WIDE]>> = vec![Vec::new()];
-    let mut call = 0u64;
+    let mut reference = Reference::new(7);
     for step in 0..600 {
-        let rows = reference.len();
-        match next(6) {
-            0 | 1 => {
-                let widest = if next(4) == 0 { 40 } else { 3 };
-                let width = 1 + next(widest);
-                call += 1;
-                let shared = next(2) == 0;
-                let fed: Vec<Vec<u32>> = (0..rows)
-                    .map(|_| {
-                        (0..width)
-                            .map(|p| if shared && p == 0 { 7 } else { next(3) as u32 })
-                            .collect()
-                    })
-                    .collect();
-                let (kv, added) = computed_call(&mut tokens, &fed, call);
-                for (row, added) in reference.iter_mut().zip(added) {
-                    row.extend(added);
-                }
-                let len = reference[0].len();
-                let want: Vec<f32> = (0..rows)
-                    .flat_map(|r| {
-                        let row = &reference[r];
-                        (0..2).flat_map(move |head| {
-                            (0..len).flat_map(move |p| (0..3).map(move |d| row[p][head * 3 + d]))
-                        })
-                    })
-                    .collect();
-                let want = Tensor::from_vec(want, (rows, 2, len, 3), &Device::Cpu).unwrap();
-                for c in [&mut cache, &mut twin] {
-                    for layer in 0..2 {
-                        let (k, v) = c.append(layer, kv.clone(), kv.clone()).unwrap();
-                        same(&k, &want);
-                        same(&v, &want);
-                    }
-                    c.advance(&refs(&fed));
-                }
-            }
-            2 => {
-                let len = next(reference[0].len() + 1);
-                for c in [&mut cache, &mut twin] {
-                    c.truncate(len).unwrap();
-                }
-                reference.iter_mut().for_each(|row| row.truncate(len));
-                tokens.iter_mut().for_each(|row| row.truncate(len));
-            }
-            choice => {
-                let pick: Vec<usize> = match choice {
-                    3 => vec![next(rows)],
-                    4 => {
-                        let row = next(rows);
-                        vec![row; 1 + next(8)]
-                    }
-                    _ if next(2) == 0 => {
-                        let first = next(rows);
-                        (first..first + 1 + next(rows - first)).collect()
-                    }
-                    _ => (0..1 + next(6)).map(|_| next(rows)).collect(),
-                };
-                for c in [&mut cache, &mut twin] {
-                    c.select_rows(&pick, &Device::Cpu).unwrap();
-                }
-                reference = pick.iter().map(|&r| reference[r].clone()).collect();
-                tokens = pick.iter().map(|&r| tokens[r].clone()).collect();
-            }
+        let mut caches = [&mut cache, &mut twin];
+        match reference.next(6) {
+            0 | 1 => reference.feed(&mut caches),
+            2 => reference.truncate(&mut caches),
+            choice => reference.select(choice, &mut caches),
         }
         assert_eq!(
             (cache.len(), cache.rows()),
-            (reference[0].len(), reference.len()),
+            (reference.rows[0].len(), reference.rows.len()),
             "step {step}"
         );
     }
@@ -218,6 +149,115 @@ fn every_row_selection_matches_a_plain_reference() {
         skipping < copying,
         "copied {skipping} positions, against {copying} without skipping"
     );
+}
+
+/// What the caches must hold: per row its tokens and its positions' WIDE
+/// values; and the seeded choices of the next step.
+struct Reference {
+    state: u64,
+    tokens: Vec<Vec<u32>>,
+    rows: Vec<Vec<[f32; WIDE]>>,
+    call: u64,
+}
+
+impl Reference {
+    fn new(seed: u64) -> Self {
+        Reference {
+            state: seed,
+            tokens: vec![Vec::new()],
+            rows: vec![Vec::new()],
+            call: 0,
+        }
+    }
+
+    /// A seeded choice in `0..n`.
+    fn next(&mut self, n: usize) -> usize {
+        self.state = (self.state)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.state >> 33) as usize) % n
+    }
+
+    /// A forward of 1 to 40 positions per row, from a three-token alphabet
+    /// (the first token often the same on every row): both caches' views
+    /// must equal every row's positions so far.
+    fn feed(&mut self, caches: &mut [&mut KvCache; 2]) {
+        let widest = if self.next(4) == 0 { 40 } else { 3 };
+        let width = 1 + self.next(widest);
+        self.call += 1;
+        let shared = self.next(2) == 0;
+        let fed: Vec<Vec<u32>> = (0..self.rows.len())
+            .map(|_| {
+                (0..width)
+                    .map(|p| {
+                        if shared && p == 0 {
+                            7
+                        } else {
+                            self.next(3) as u32
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let (kv, added) = computed_call(&mut self.tokens, &fed, self.call);
+        for (row, added) in self.rows.iter_mut().zip(added) {
+            row.extend(added);
+        }
+        let want = self.as_tensor();
+        for c in caches.iter_mut() {
+            for layer in 0..2 {
+                let (k, v) = c.append(layer, kv.clone(), kv.clone()).unwrap();
+                same(&k, &want);
+                same(&v, &want);
+            }
+            c.advance(&refs(&fed));
+        }
+    }
+
+    /// Every row's positions as the `[rows, 2, len, 3]` tensor a cache returns.
+    fn as_tensor(&self) -> Tensor {
+        let (rows, len) = (self.rows.len(), self.rows[0].len());
+        let want: Vec<f32> = (self.rows.iter())
+            .flat_map(|row| {
+                (0..2).flat_map(move |head| {
+                    (0..len).flat_map(move |p| (0..3).map(move |d| row[p][head * 3 + d]))
+                })
+            })
+            .collect();
+        Tensor::from_vec(want, (rows, 2, len, 3), &Device::Cpu).unwrap()
+    }
+
+    /// A rollback to a seeded length.
+    fn truncate(&mut self, caches: &mut [&mut KvCache; 2]) {
+        let len = self.next(self.rows[0].len() + 1);
+        for c in caches.iter_mut() {
+            c.truncate(len).unwrap();
+        }
+        self.rows.iter_mut().for_each(|row| row.truncate(len));
+        self.tokens.iter_mut().for_each(|row| row.truncate(len));
+    }
+
+    /// A view of one row (3), a 1 → K copy (4), a run of rows or a gather.
+    fn select(&mut self, choice: usize, caches: &mut [&mut KvCache; 2]) {
+        let rows = self.rows.len();
+        let pick: Vec<usize> = match choice {
+            3 => vec![self.next(rows)],
+            4 => {
+                let row = self.next(rows);
+                vec![row; 1 + self.next(8)]
+            }
+            _ if self.next(2) == 0 => {
+                let first = self.next(rows);
+                (first..first + 1 + self.next(rows - first)).collect()
+            }
+            _ => (0..1 + self.next(6)).map(|_| self.next(rows)).collect(),
+        };
+        for c in caches.iter_mut() {
+            c.select_rows(&pick, &Device::Cpu).unwrap();
+        }
+        self.rows = pick.iter().map(|&r| self.rows[r].clone()).collect();
+        self.tokens = pick.iter().map(|&r| self.tokens[r].clone()).collect();
+    }
 }
 
 /// The keys (and values) a model computes in call `call` fed `fed`
