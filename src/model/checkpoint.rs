@@ -9,17 +9,13 @@ use anyhow::{Context, Result, bail};
 use candle_core::Tensor;
 use candle_nn::VarBuilder;
 
+use super::ModelInfo;
 use super::device::{device_name, dtype_name};
+use super::families::{FamilyInput, family, family_name, family_names};
 use super::gguf::{is_gguf, load_gguf};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
-use super::llama::{Llama, LlamaConfig};
 pub use super::load::{LoadOptions, Loaded};
-use super::opt::{Opt, OptConfig};
-use super::{CausalLm, ModelInfo};
-
-/// The architectures this build computes.
-pub const ARCHITECTURES: &[&str] = &["opt", "llama", "qwen2"];
 
 /// Loads `name` (a directory, a hub id, or a `.gguf` file: `super::gguf`).
 pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
@@ -32,18 +28,13 @@ pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
         .with_context(|| format!("reading {}", files.config.display()))?;
     let config: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", files.config.display()))?;
-    let architecture = config
-        .get("model_type")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .or_else(|| {
-            config
-                .get("architectures")
-                .and_then(|a| a.get(0))
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| "(none)".into());
+    let architecture = family_name(&config).unwrap_or("(none)").to_string();
+    let Some(entry) = family(&architecture) else {
+        bail!(
+            "model '{name}': unknown architecture '{architecture}' in config.json: this build runs {}",
+            family_names()
+        );
+    };
     let info = ModelInfo {
         id: name.to_string(),
         revision: files.revision.clone(),
@@ -51,40 +42,12 @@ pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
         dtype: dtype_name(options.dtype).into(),
         device: device_name(&options.device),
     };
-    let (model, bos): (Box<dyn CausalLm>, Option<u32>) = match architecture.as_str() {
-        "opt" | "OPTForCausalLM" => {
-            let opt: OptConfig = serde_json::from_value(config.clone())
-                .with_context(|| format!("{}: not a valid OPT config", files.config.display()))?;
-            let info = ModelInfo {
-                vocab: opt.vocab_size,
-                ..info
-            };
-            let bos = opt.bos_token_id;
-            let vb = var_builder(&files, options)?;
-            (Box::new(Opt::load(opt, vb, info)?), bos)
-        }
-        "llama" | "LlamaForCausalLM" | "qwen2" | "Qwen2ForCausalLM" => {
-            let llama: LlamaConfig = serde_json::from_value(config.clone()).with_context(|| {
-                format!(
-                    "{}: not a valid {architecture} config",
-                    files.config.display()
-                )
-            })?;
-            let info = ModelInfo {
-                vocab: llama.vocab_size,
-                ..info
-            };
-            let qwen = architecture.starts_with("qwen2") || architecture.starts_with("Qwen2");
-            let vb = var_builder(&files, options)?;
-            // Llama 3 and Qwen2 tokenizer.json files carry their own BOS
-            // handling (Qwen has none): never prepend one here.
-            (Box::new(Llama::load(llama, vb, qwen, info)?), None)
-        }
-        other => bail!(
-            "model '{name}': unknown architecture '{other}' in config.json: this build runs {}",
-            ARCHITECTURES.join(", ")
-        ),
-    };
+    let (model, bos) = (entry.load)(FamilyInput {
+        config: &config,
+        config_path: &files.config,
+        weights: &|| var_builder(&files, options),
+        info,
+    })?;
     let tokenizer = match &files.tokenizer {
         Some(t) => Some(HfTokenizer::load(
             t,

@@ -9,6 +9,7 @@ pub mod aligned;
 pub mod checkpoint;
 pub mod decoder;
 pub mod device;
+pub mod families;
 pub mod gguf;
 pub mod hf_tokenizer;
 pub mod hub;

@@ -8,12 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use hf_hub::{Cache, Repo, RepoType};
 
-use super::checked_product;
-use super::llama::LlamaConfig;
-use super::opt::{OptConfig, opt_shape, parameter_count};
+use super::families::{family, family_name, family_names, opt_shape_of};
+use super::opt::opt_shape;
 use super::random;
 
 /// What memory depends on: weights, and the key/value cache per position.
@@ -50,8 +49,9 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
             source: format!("public OPT-{size} shape"),
         }));
     }
-    // A config this cannot read (missing, another architecture) leaves the
-    // size unknown: loading then fails with the loader's own message.
+    // A config this cannot read (missing, a family `families` does not
+    // list, damaged) leaves the size unknown: loading then fails on the
+    // same config with the loader's own message.
     let folder = Path::new(name);
     if folder.is_dir() {
         let config = folder.join("config.json");
@@ -91,69 +91,22 @@ pub fn cached_config(name: &str, revision: Option<&str>) -> Option<PathBuf> {
     Cache::from_env().repo(repo).get("config.json")
 }
 
-fn opt_shape_of(config: &OptConfig) -> Result<ModelShape> {
-    Ok(ModelShape {
-        parameters: parameter_count(config)?,
-        layers: config.num_hidden_layers,
-        kv_width: config.hidden_size,
-        attention_heads: config.num_attention_heads,
-        vocab: config.vocab_size,
-        max_positions: config.max_position_embeddings,
-    })
-}
-
-/// The shape a `config.json` describes (OPT, Llama or Qwen2).
+/// The shape a `config.json` describes, read by its family
+/// ([`super::families`]).
 pub fn from_config_file(path: &Path) -> Result<ModelShape> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    let kind = value
-        .get("model_type")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    if kind == "opt" {
-        let config: OptConfig = serde_json::from_value(value)
-            .with_context(|| format!("{}: not a valid OPT config", path.display()))?;
-        return opt_shape_of(&config).with_context(|| path.display().to_string());
-    }
-    let config: LlamaConfig = serde_json::from_value(value).with_context(|| {
-        format!(
-            "{}: neither an OPT nor a Llama-style config",
-            path.display()
-        )
-    })?;
-    // Sizes too large to count leave the shape unknown (and loading names
-    // the field).
-    llama_shape(&config).with_context(|| {
-        format!(
-            "{}: its sizes overflow a parameter count: fix config.json",
-            path.display()
-        )
-    })
-}
-
-/// Llama/Qwen2 weights counted from the shapes (biases and norms, a few
-/// thousandths of the total, left out); `None` when they overflow.
-fn llama_shape(c: &LlamaConfig) -> Option<ModelShape> {
-    let heads = c.num_attention_heads.max(1);
-    let head_dim = c.head_dim.unwrap_or(c.hidden_size / heads);
-    let kv_heads = c.num_key_value_heads.unwrap_or(heads);
-    let (h, kv) = (c.hidden_size, kv_heads.checked_mul(head_dim)?);
-    let attention =
-        checked_product(&[h, heads, head_dim, 2])?.checked_add(checked_product(&[h, kv, 2])?)?;
-    let mlp = checked_product(&[3, h, c.intermediate_size])?;
-    let tied = if c.tie_word_embeddings { 1 } else { 2 };
-    let embeddings = checked_product(&[c.vocab_size, h, tied])?;
-    let layers = checked_product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
-    Some(ModelShape {
-        parameters: embeddings.checked_add(layers)?,
-        layers: c.num_hidden_layers,
-        kv_width: kv,
-        attention_heads: heads,
-        vocab: c.vocab_size,
-        max_positions: c.max_position_embeddings,
-    })
+    let name = family_name(&value).unwrap_or("(none)");
+    let Some(entry) = family(name) else {
+        bail!(
+            "{}: model_type '{name}' is not a family this build runs ({})",
+            path.display(),
+            family_names()
+        );
+    };
+    (entry.shape)(&value, path)
 }
 
 #[cfg(test)]

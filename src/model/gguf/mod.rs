@@ -29,10 +29,6 @@ pub use super::load::GgufOptions;
 use super::load::{LoadOptions, Loaded};
 use super::{CausalLm, ModelInfo};
 
-/// The `general.architecture` values read here (tensor names and metadata
-/// as llama.cpp writes them for these).
-pub const ARCHITECTURES: &[&str] = &["llama", "qwen2"];
-
 /// Whether `name` names a GGUF file (local or `org/repo:file.gguf`).
 pub fn is_gguf(name: &str) -> bool {
     name.to_ascii_lowercase().ends_with(".gguf")
@@ -103,11 +99,14 @@ pub fn resolve(name: &str, revision: Option<&str>) -> Result<(PathBuf, Option<Pa
 /// The Llama config a GGUF file's metadata describes.
 pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
     let arch = file.string("general.architecture")?.to_string();
-    if !ARCHITECTURES.contains(&arch.as_str()) {
+    // The families whose GGUF tensor names and metadata are llama.cpp's
+    // Llama layout (`super::families`).
+    let readable = super::families::gguf_architectures();
+    if !readable.contains(&arch.as_str()) {
         bail!(
             "{}: GGUF architecture '{arch}' is not supported ({} are): use a Llama-architecture GGUF (Llama 2/3, SmolLM2, Mistral) or a Qwen2 one",
             file.path.display(),
-            ARCHITECTURES.join(", ")
+            readable.join(", ")
         );
     }
     let key = |k: &str| format!("{arch}.{k}");

@@ -1,0 +1,200 @@
+//! The model families a checkpoint may be, one entry each: how config.json
+//! names it, how its decoder is built, and its sizes for the memory plan.
+//! `checkpoint` loads through [`family`], `shape` sizes through it, and the
+//! GGUF reader takes the architectures listed here; a new family is its
+//! decoder file (`opt.rs`, `llama.rs`) plus one entry in [`FAMILIES`]
+//! (docs/extending.md, "A model family").
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use candle_nn::VarBuilder;
+
+use super::checked_product;
+use super::llama::{Llama, LlamaConfig};
+use super::opt::{Opt, OptConfig, parameter_count};
+use super::shape::ModelShape;
+use super::{CausalLm, ModelInfo};
+
+/// What a family's `load` reads: config.json (and its path, for messages),
+/// the weights when it asks for them, and the model's description so far.
+pub struct FamilyInput<'a> {
+    pub config: &'a serde_json::Value,
+    pub config_path: &'a Path,
+    pub weights: &'a dyn Fn() -> Result<VarBuilder<'static>>,
+    pub info: ModelInfo,
+}
+
+/// A decoder, and the BOS token to prepend to prompts (`None`: the
+/// tokenizer's own handling).
+pub type Built = (Box<dyn CausalLm>, Option<u32>);
+
+pub struct FamilyEntry {
+    /// The `model_type` values (and `architectures[0]` class names) that
+    /// name the family in config.json; the first is its name.
+    pub names: &'static [&'static str],
+    /// GGUF `general.architecture` values read as this family (none: no GGUF).
+    pub gguf: &'static [&'static str],
+    pub load: fn(FamilyInput) -> Result<Built>,
+    /// Weights and KV sizes from config.json, without loading anything.
+    pub shape: fn(&serde_json::Value, &Path) -> Result<ModelShape>,
+}
+
+/// Every family this build computes.
+pub static FAMILIES: &[FamilyEntry] = &[
+    FamilyEntry {
+        names: &["opt", "OPTForCausalLM"],
+        gguf: &[],
+        load: load_opt,
+        shape: opt_shape,
+    },
+    FamilyEntry {
+        names: &["llama", "LlamaForCausalLM"],
+        gguf: &["llama"],
+        load: |input| load_llama(input, false),
+        shape: llama_shape,
+    },
+    FamilyEntry {
+        names: &["qwen2", "Qwen2ForCausalLM"],
+        gguf: &["qwen2"],
+        load: |input| load_llama(input, true),
+        shape: llama_shape,
+    },
+];
+
+/// The family config.json's `name` names.
+pub fn family(name: &str) -> Option<&'static FamilyEntry> {
+    FAMILIES.iter().find(|f| f.names.contains(&name))
+}
+
+/// The families' names, for messages: `opt, llama, qwen2`.
+pub fn family_names() -> String {
+    let names: Vec<&str> = FAMILIES.iter().map(|f| f.names[0]).collect();
+    names.join(", ")
+}
+
+/// The GGUF architectures this build reads, for messages and checks.
+pub fn gguf_architectures() -> Vec<&'static str> {
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.gguf.iter().copied())
+        .collect()
+}
+
+/// config.json's family name: `model_type`, else the first `architectures`.
+pub fn family_name(config: &serde_json::Value) -> Option<&str> {
+    (config.get("model_type").and_then(|v| v.as_str())).or_else(|| {
+        (config.get("architectures"))
+            .and_then(|a| a.get(0))
+            .and_then(|v| v.as_str())
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    config: &serde_json::Value,
+    path: &Path,
+    family: &str,
+) -> Result<T> {
+    serde_json::from_value(config.clone())
+        .with_context(|| format!("{}: not a valid {family} config", path.display()))
+}
+
+fn load_opt(input: FamilyInput) -> Result<Built> {
+    let opt: OptConfig = parse(input.config, input.config_path, "OPT")?;
+    let info = ModelInfo {
+        vocab: opt.vocab_size,
+        ..input.info
+    };
+    let bos = opt.bos_token_id;
+    Ok((Box::new(Opt::load(opt, (input.weights)()?, info)?), bos))
+}
+
+/// Llama and Qwen2 share the decoder; Qwen2 always has q/k/v biases.
+fn load_llama(input: FamilyInput, qwen: bool) -> Result<Built> {
+    let family = if qwen { "Qwen2" } else { "Llama" };
+    let llama: LlamaConfig = parse(input.config, input.config_path, family)?;
+    let info = ModelInfo {
+        vocab: llama.vocab_size,
+        ..input.info
+    };
+    // Llama 3 and Qwen2 tokenizer.json files carry their own BOS handling
+    // (Qwen has none): never prepend one here.
+    let model = Llama::load(llama, (input.weights)()?, qwen, info)?;
+    Ok((Box::new(model), None))
+}
+
+fn opt_shape(config: &serde_json::Value, path: &Path) -> Result<ModelShape> {
+    let config: OptConfig = parse(config, path, "OPT")?;
+    opt_shape_of(&config).with_context(|| path.display().to_string())
+}
+
+/// An OPT config's sizes (also the public OPT table's, `shape`).
+pub fn opt_shape_of(config: &OptConfig) -> Result<ModelShape> {
+    Ok(ModelShape {
+        parameters: parameter_count(config)?,
+        layers: config.num_hidden_layers,
+        kv_width: config.hidden_size,
+        attention_heads: config.num_attention_heads,
+        vocab: config.vocab_size,
+        max_positions: config.max_position_embeddings,
+    })
+}
+
+fn llama_shape(config: &serde_json::Value, path: &Path) -> Result<ModelShape> {
+    let config: LlamaConfig = parse(config, path, "Llama-style")?;
+    // Sizes too large to count leave no shape (and loading names the field).
+    llama_shape_of(&config).with_context(|| {
+        format!(
+            "{}: its sizes overflow a parameter count: fix config.json",
+            path.display()
+        )
+    })
+}
+
+/// Llama/Qwen2 weights counted from the shapes (biases and norms, a few
+/// thousandths of the total, left out); `None` when they overflow.
+fn llama_shape_of(c: &LlamaConfig) -> Option<ModelShape> {
+    let heads = c.num_attention_heads.max(1);
+    let head_dim = c.head_dim.unwrap_or(c.hidden_size / heads);
+    let kv_heads = c.num_key_value_heads.unwrap_or(heads);
+    let (h, kv) = (c.hidden_size, kv_heads.checked_mul(head_dim)?);
+    let attention =
+        checked_product(&[h, heads, head_dim, 2])?.checked_add(checked_product(&[h, kv, 2])?)?;
+    let mlp = checked_product(&[3, h, c.intermediate_size])?;
+    let tied = if c.tie_word_embeddings { 1 } else { 2 };
+    let embeddings = checked_product(&[c.vocab_size, h, tied])?;
+    let layers = checked_product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
+    Some(ModelShape {
+        parameters: embeddings.checked_add(layers)?,
+        layers: c.num_hidden_layers,
+        kv_width: kv,
+        attention_heads: heads,
+        vocab: c.vocab_size,
+        max_positions: c.max_position_embeddings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name reaches one family, and every family answers to its own.
+    #[test]
+    fn each_name_names_one_family() {
+        let mut names: Vec<&str> = FAMILIES
+            .iter()
+            .flat_map(|f| f.names.iter().copied())
+            .collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all, "a name is claimed twice");
+        for entry in FAMILIES {
+            for name in entry.names {
+                assert!(std::ptr::eq(family(name).unwrap(), entry), "{name}");
+            }
+        }
+        assert_eq!(family_names(), "opt, llama, qwen2");
+        assert_eq!(gguf_architectures(), ["llama", "qwen2"]);
+    }
+}
