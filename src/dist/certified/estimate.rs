@@ -15,7 +15,10 @@
 /// `r`), the polynomial's truncation (below 2e-9) and roundings (two near
 /// 1, ~2⁻²⁴; the others are of terms below 0.03), the table entry's and
 /// the last product's roundings (~2⁻²⁴), and the full path's 1 ulp; the
-/// test measures it at ~1.4e-7, under half.
+/// test measures it at ~1.4e-7, under half. Over the whole range the path
+/// accepts (all of `TEMPERATURES`, `|max|` up to 1e6, logits down past
+/// the cutoff, arguments rounded as far off as 2.9 · 2⁻²⁴), the largest
+/// error measured is 0.93 of the bound.
 pub(super) const C1: f64 = 1.8e-7;
 pub(super) const C2: f64 = 4e-7;
 
