@@ -3,7 +3,8 @@
 //! Each fast path gives exactly what the plain code gives, and is tested so
 //! (docs/exactness.md, "The fast paths"):
 //! - certified top-p laws and draws from f32 estimates instead of every
-//!   token's exact weight (`dist::certified`), with their AVX2 kernels;
+//!   token's exact weight (`dist::certified`), with their AVX2 kernels
+//!   (`dist::certified::kernels` picks them, or the portable ones);
 //! - 1 → K KV copies on the CPU that skip the positions a row already holds
 //!   (`model::kv_cache`);
 //! - draft laws built only when a scheme reads them (`decode::walk`).

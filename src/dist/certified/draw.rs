@@ -31,10 +31,11 @@
 
 use std::sync::atomic::Ordering as AtomicOrdering;
 
+use super::estimate::{ALPHA, C1, C2, Estimate};
+use super::kernels::{Near, portable::near_sums};
 use super::{
-    ALPHA, C1, C2, EDGE_ABOVE, EDGE_BELOW, FALLBACKS, Located, Near, NearSet, TEMPERATURES,
-    Workspace, law_from, locate, near_of, near_sums_portable, rounding_margin, slots, tail_error,
-    with_workspace,
+    EDGE_ABOVE, EDGE_BELOW, FALLBACKS, Located, NearSet, TEMPERATURES, Workspace, law_from, locate,
+    near_of, rounding_margin, slots, tail_error, with_workspace,
 };
 use crate::dist::Dist;
 use crate::dist::processing::descending;
@@ -122,33 +123,32 @@ fn draw_from(
     near: NearSet,
     uniforms: &[f64],
 ) -> Option<Vec<u32>> {
-    let &Located {
-        max,
-        temperature,
-        top_p,
-        n,
-        m,
-        max_f32,
-        inv_t,
-        total,
-        threshold,
-        likely,
-    } = at;
-    let NearSet {
-        count,
-        estimate: near_estimate,
-    } = near;
-    let floor = likely * EDGE_BELOW;
+    let floor = at.likely * EDGE_BELOW;
     // Far below any weight a kept token can have; it keeps `ln` finite.
     if f64::from(floor) <= 1e-30 {
         return None;
     }
-    let (near_ids, near_logits) = (&ws.near_ids[..count], &ws.near_logits[..count]);
-    let kept = &mut ws.near_guesses[..count];
+    let edge = edge_of(ws, at, near.count, floor);
+    let band = band_of(at, near, edge);
+    let crossing = crossings(ws, at, near.count, &band, floor)?;
+    draw_kept(ws, near, crossing, uniforms)
+}
 
-    // The edge: the near tokens below `surely`, with their exact weights and
-    // their estimates' sums.
-    let surely = f64::from(likely) * EDGE_ABOVE;
+/// The edge: the near tokens whose estimate is below `surely`.
+#[derive(Clone, Copy)]
+struct Edge {
+    /// The estimate at and above which a near token is surely kept.
+    surely: f64,
+    /// Their exact weights' total, and their estimates' sums.
+    mass: f64,
+    estimate: Estimate,
+}
+
+/// The edge's positions among the near tokens (`ws.edge_at`), their exact
+/// weights (`ws.exact`) and their sums.
+fn edge_of(ws: &mut Workspace, at: &Located, count: usize, floor: f32) -> Edge {
+    let (near_logits, kept) = (&ws.near_logits[..count], &ws.near_guesses[..count]);
+    let surely = f64::from(at.likely) * EDGE_ABOVE;
     ws.edge_at.clear();
     ws.edge_at.extend(
         kept.iter()
@@ -166,49 +166,96 @@ fn draw_from(
         (*l, *g) = (near_logits[i], kept[i]);
     }
     let exact = slots(&mut ws.exact, ws.edge_at.len());
-    let (edge_mass, _) = weights::exp_weights_into(&*edge_logits, max, temperature, exact, |_| ());
+    let (mass, _) = weights::exp_weights_into(&*edge_logits, at.max, at.temperature, exact, |_| ());
     // Summed as the near tokens' sums were (every edge token is near).
     let near = Near {
         floor,
-        max: max_f32,
-        inv_t,
+        max: at.max_f32,
+        inv_t: at.inv_t,
     };
-    let edge_estimate = near_sums_portable(edge_guesses, edge_logits, near);
+    let estimate = near_sums(edge_guesses, edge_logits, near);
+    Edge {
+        surely,
+        mass,
+        estimate,
+    }
+}
 
-    // The tokens above the edge: their estimates' total, within
-    // `above_error` of their weights' (their bound, and the sums'
-    // roundings: 4 · count · u of the total).
+/// What the law's mass before and through the crossing token is compared
+/// with: the mass above the edge, within `above_error` of its estimates'
+/// total; and the least and most the target `top_p · Σ` can be.
+struct Band {
+    above: f64,
+    above_error: f64,
+    least_target: f64,
+    most_target: f64,
+    /// The sums' roundings, this path's and the law's.
+    margin: f64,
+    /// The estimate at and above which a token is above the edge.
+    surely: f64,
+}
+
+/// The tokens above the edge: their estimates' total, within
+/// `above_error` of their weights' (their bound, and the sums'
+/// roundings: 4 · count · u of the total); and the bounds on the target.
+fn band_of(at: &Located, near: NearSet, edge: Edge) -> Band {
+    let &Located {
+        top_p, n, m, total, ..
+    } = at;
+    let (count, near_estimate) = (near.count, near.estimate);
     let eps = f64::EPSILON / 2.0;
-    let above = (near_estimate.sum - edge_estimate.sum).max(0.0);
-    let above_error = 1.001 * (near_estimate.bound() - edge_estimate.bound()).max(0.0)
+    let above = (near_estimate.sum - edge.estimate.sum).max(0.0);
+    let above_error = 1.001 * (near_estimate.bound() - edge.estimate.bound()).max(0.0)
         + 4.0 * count as f64 * eps * near_estimate.sum;
     let tail_estimate = total.sum - near_estimate.sum;
     let tail_error = tail_error(total, near_estimate, n);
+    let margin = rounding_margin(n + m);
+    let slack = 4.0 * (n + m) as f64 * eps * (total.sum + edge.mass);
+    let near_lo = (above - above_error).max(0.0) + edge.mass;
+    let near_hi = above + above_error + edge.mass;
+    let sum_lo = near_lo * (1.0 - margin) + (tail_estimate - slack - tail_error).max(0.0);
+    let sum_hi = near_hi * (1.0 + margin) + tail_estimate + slack + tail_error;
+    Band {
+        above,
+        above_error,
+        least_target: top_p * sum_lo * (1.0 - margin),
+        most_target: top_p * sum_hi * (1.0 + margin),
+        margin,
+        surely: edge.surely,
+    }
+}
 
-    // Where the cut may fall: the edge sorted as the full path sorts it and
-    // walked from the mass above it. With that mass known only within
-    // `above_error`, the crossing may be any of a few edge tokens, from
-    // the first whose mass through it may reach the target to the first
-    // whose mass through it surely does; a draw that is the same whichever
-    // it is needs no more.
+/// Where the cut may fall: the edge sorted as the full path sorts it
+/// (`ws.edge`) and walked from the mass above it. With that mass known
+/// only within `above_error`, the crossing may be any of a few edge
+/// tokens, from the first whose mass through it may reach the target to
+/// the first whose mass through it surely does (their positions); a draw
+/// that is the same whichever it is needs no more. `None` unless the
+/// certificate holds for each.
+fn crossings(
+    ws: &mut Workspace,
+    at: &Located,
+    count: usize,
+    band: &Band,
+    floor: f32,
+) -> Option<Crossings> {
+    let near_ids = &ws.near_ids[..count];
     ws.edge.clear();
     ws.edge.extend(
         ws.edge_at
             .iter()
-            .zip(&*exact)
+            .zip(&ws.exact[..ws.edge_at.len()])
             .map(|(&i, &w)| (w, near_ids[i])),
     );
     ws.edge.sort_unstable_by(descending);
-    let margin = rounding_margin(n + m);
-    let slack = 4.0 * (n + m) as f64 * eps * (total.sum + edge_mass);
-    let near_lo = (above - above_error).max(0.0) + edge_mass;
-    let near_hi = above + above_error + edge_mass;
-    let sum_lo = near_lo * (1.0 - margin) + (tail_estimate - slack - tail_error).max(0.0);
-    let sum_hi = near_hi * (1.0 + margin) + tail_estimate + slack + tail_error;
-    let (least_target, most_target) = (
-        top_p * sum_lo * (1.0 - margin),
-        top_p * sum_hi * (1.0 + margin),
-    );
+    let &Band {
+        above,
+        above_error,
+        least_target,
+        most_target,
+        margin,
+        surely,
+    } = band;
     // The crossing is not above the edge.
     if (above + above_error) * (1.0 + margin) >= least_target {
         return None;
@@ -229,17 +276,46 @@ fn draw_from(
     // No token outside the near ones weighs as much as the lightest
     // possible crossing token (as for the law), and every token above the
     // edge weighs more than the heaviest.
-    let below_threshold = ((f64::from(threshold) - max) / temperature).exp() * (1.0 + 1e-12);
+    let below_threshold =
+        ((f64::from(at.threshold) - at.max) / at.temperature).exp() * (1.0 + 1e-12);
     let below_floor = f64::from(floor) * 1.001 + ALPHA;
     let above_least = surely * (1.0 - relative_bound(surely));
-    if !(below_threshold.max(below_floor) < ws.edge[last].0 && above_least > ws.edge[first].0) {
-        return None;
-    }
+    (below_threshold.max(below_floor) < ws.edge[last].0 && above_least > ws.edge[first].0)
+        .then_some(Crossings {
+            first,
+            last,
+            margin,
+            floor,
+        })
+}
 
-    // The kept tokens: the near ones through the first possible crossing
-    // token. The edge's tokens after the last possible one are dropped,
-    // and those in between may be kept: both leave `kept` (their
-    // estimates become 0), and the latter are listed in id order.
+/// Where the cut may fall among the sorted edge (positions), the sums'
+/// margin, and the near tokens' floor.
+struct Crossings {
+    first: usize,
+    last: usize,
+    margin: f64,
+    floor: f32,
+}
+
+/// The draws among the kept tokens: the near ones through the first
+/// possible crossing token. The edge's tokens after the last possible one
+/// are dropped, and those in between may be kept: both leave the kept
+/// estimates (theirs become 0), and the latter are listed in id order.
+fn draw_kept(
+    ws: &mut Workspace,
+    near: NearSet,
+    crossing: Crossings,
+    uniforms: &[f64],
+) -> Option<Vec<u32>> {
+    let Crossings {
+        first,
+        last,
+        margin,
+        floor,
+    } = crossing;
+    let near_ids = &ws.near_ids[..near.count];
+    let kept = &mut ws.near_guesses[..near.count];
     let (mut dropped, mut maybe_total) = (0.0, 0.0);
     ws.maybe.clear();
     for (position, &(_, id)) in ws.edge.iter().enumerate().skip(first + 1) {
@@ -256,7 +332,7 @@ fn draw_from(
     let end = kept.iter().rposition(|&g| g > 0.0)?;
     let draws = Draws {
         kept: &kept[..=end],
-        total: near_estimate.sum - dropped - maybe_total,
+        total: near.estimate.sum - dropped - maybe_total,
         maybe: &ws.maybe,
         maybe_total,
         delta: relative_bound(f64::from(floor)),
