@@ -7,7 +7,14 @@
 //!   (`dist::certified::kernels` picks them, or the portable ones);
 //! - 1 → K KV copies on the CPU that skip the positions a row already holds
 //!   (`model::kv_cache`);
-//! - draft laws built only when a scheme reads them (`decode::walk`).
+//! - draft laws built only when a scheme reads them (`decode::walk`);
+//! - the full path's own AVX/AVX2 loops (the largest logit, the exact
+//!   weights, the top-p candidates: `dist::weights`, `dist::processing`),
+//!   written to round exactly as their portable twins.
+//!
+//! The decoders' matmul kernels (`model::layers`) are not among them: their
+//! sums' order is the model's arithmetic, and other kernels give other
+//! logits.
 //!
 //! `SPECBENCH_FAST_PATHS=off` runs the plain code everywhere: the laws from
 //! every token's exact weight, the portable kernels, every KV position

@@ -318,7 +318,7 @@ fn histogram(chunk: &[f64]) -> [f64; BUCKETS] {
 fn at_least(chunk: &[f64], first: u32, lowest: f64) -> Vec<(f64, u32)> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::fast::enabled() && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
             return unsafe { at_least_avx2(chunk, first, lowest) };
         }

@@ -108,12 +108,13 @@ fn max_chunk<T: Copy + Into<f64> + 'static>(chunk: &[T]) -> (f64, bool) {
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(chunk) = as_f32(chunk)
+            && crate::fast::enabled()
             && std::arch::is_x86_feature_detected!("avx")
         {
             // SAFETY: the CPU has the feature the function is built for.
             return unsafe { max_chunk_f32_avx(chunk) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::fast::enabled() && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has the feature the function is built for.
             return unsafe { max_chunk_avx2(chunk) };
         }
@@ -261,7 +262,9 @@ fn exp_chunk<T: Copy + Into<f64> + 'static>(
 ) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        if crate::fast::enabled()
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
         {
             if let Some(logits) = as_f32(logits) {
                 // SAFETY: the CPU has the features the function is built for.
