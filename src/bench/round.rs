@@ -38,7 +38,7 @@ use crate::model::{
     CausalLm, HistoryLm, Logits, ModelInfo, Positions, SyntheticConfig, SyntheticLm,
 };
 use crate::rng::SpecRng;
-use crate::select::registry;
+use crate::select::{Scheme, registry};
 use crate::threads::AwakePool;
 
 #[derive(Clone, Debug)]
@@ -235,87 +235,19 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
         bail!("a round bench needs at least one generation of at least one token");
     }
     let _awake = options.pool_awake.then(AwakePool::hold);
-    let config = SyntheticConfig::default();
-    let meter = Rc::new(Meter::default());
-    let mut target = KvLm::new(
-        SyntheticLm::new(config.clone(), Role::Target)?,
-        &options.target_size,
-        options.dtype,
-        meter.clone(),
-    )?;
-    let mut draft = KvLm::new(
-        SyntheticLm::new(config.clone(), Role::Draft)?,
-        &options.draft_size,
-        options.dtype,
-        meter.clone(),
-    )?;
+    // Built once for every cell: each generation starts by resetting both
+    // models, so no cell sees another's history or cache.
+    let mut models = BenchModels::new(options)?;
     let mut rows = Vec::new();
     for &prompt_len in &options.prompts {
         for &k in &options.drafts {
             for &temperature in &options.draft_temperatures {
-                let decode = DecodeConfig {
-                    draft_len: options.draft_len,
-                    max_new_tokens: options.max_new_tokens,
-                    target: Processing {
-                        top_p: options.top_p,
-                        ..Processing::default()
-                    },
-                    drafts: vec![
-                        Processing {
-                            temperature,
-                            top_k: None,
-                            top_p: options.top_p,
-                        };
-                        k
-                    ],
-                    log_nodes: false,
-                    rank_calibration: Default::default(),
-                    misread_drafts: None,
-                };
-                let mut totals = Totals::default();
-                let fallbacks_before = crate::dist::top_p_fallbacks();
-                for g in 0..options.generations {
-                    let mut rng = SpecRng::derive(options.seed, &[k as u64, g as u64]);
-                    // Tokens past the synthetic EOS so that it is not hit at once.
-                    let prompt: Vec<u32> = (0..prompt_len)
-                        .map(|_| 3 + (rng.next_u64() % (config.vocab as u64 - 3)) as u32)
-                        .collect();
-                    meter.take();
-                    let copied_before = target.copied() + draft.copied();
-                    let generation = generate(
-                        &mut target,
-                        &mut draft,
-                        &prompt,
-                        scheme.as_ref(),
-                        &decode,
-                        &mut rng,
-                    )?;
-                    let (model, kv, broadcast) = meter.take();
-                    totals.rounds += generation.rounds.len();
-                    totals.tokens += generation.rounds.iter().map(|r| r.emitted).sum::<usize>();
-                    totals.generation += generation.seconds;
-                    totals.selection += generation.selection_seconds;
-                    totals.model += model.as_secs_f64();
-                    totals.kv += kv.as_secs_f64();
-                    totals.kv_positions += target.copied() + draft.copied() - copied_before;
-                    totals.broadcast.push(broadcast.as_secs_f64() * 1e3);
-                }
-                let per_round = |s: f64| s * 1e3 / totals.rounds as f64;
-                let broadcast_total: f64 = totals.broadcast.iter().sum::<f64>() / 1e3;
-                rows.push(RoundBenchRow {
+                let cell = BenchCell {
                     k,
-                    prompt: prompt_len,
-                    draft_temperature: temperature,
-                    rounds: totals.rounds,
-                    tokens_per_round: totals.tokens as f64 / totals.rounds as f64,
-                    host_ms: per_round(totals.generation - totals.model - broadcast_total),
-                    selection_ms: per_round(totals.selection),
-                    kv_ms: per_round(totals.kv),
-                    kv_positions: totals.kv_positions as f64 / totals.rounds as f64,
-                    broadcast_ms: median(&mut totals.broadcast),
-                    model_ms: per_round(totals.model),
-                    full_path_laws: crate::dist::top_p_fallbacks() - fallbacks_before,
-                });
+                    prompt_len,
+                    temperature,
+                };
+                rows.push(models.bench_cell(options, scheme.as_ref(), &cell)?);
             }
         }
     }
@@ -332,6 +264,135 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
     })
 }
 
+/// One (K, prompt, draft T) cell of the sweep.
+struct BenchCell {
+    k: usize,
+    prompt_len: usize,
+    temperature: f64,
+}
+
+impl BenchCell {
+    /// The decoder's settings for this cell: target at T = 1, K drafts at
+    /// the cell's temperature, both under the bench's top-p.
+    fn decode_config(&self, options: &RoundBenchOptions) -> DecodeConfig {
+        DecodeConfig {
+            draft_len: options.draft_len,
+            max_new_tokens: options.max_new_tokens,
+            target: Processing {
+                top_p: options.top_p,
+                ..Processing::default()
+            },
+            drafts: vec![
+                Processing {
+                    temperature: self.temperature,
+                    top_k: None,
+                    top_p: options.top_p,
+                };
+                self.k
+            ],
+            log_nodes: false,
+            rank_calibration: Default::default(),
+            misread_drafts: None,
+        }
+    }
+}
+
+/// The target and the draft, with the meter both report their time to.
+struct BenchModels {
+    target: KvLm,
+    draft: KvLm,
+    meter: Rc<Meter>,
+    vocab: usize,
+}
+
+impl BenchModels {
+    fn new(options: &RoundBenchOptions) -> Result<Self> {
+        let config = SyntheticConfig::default();
+        let meter = Rc::new(Meter::default());
+        let target = KvLm::new(
+            SyntheticLm::new(config.clone(), Role::Target)?,
+            &options.target_size,
+            options.dtype,
+            meter.clone(),
+        )?;
+        let draft = KvLm::new(
+            SyntheticLm::new(config.clone(), Role::Draft)?,
+            &options.draft_size,
+            options.dtype,
+            meter.clone(),
+        )?;
+        Ok(Self {
+            target,
+            draft,
+            meter,
+            vocab: config.vocab,
+        })
+    }
+
+    /// Runs the cell's generations and turns their sums into its row.
+    fn bench_cell(
+        &mut self,
+        options: &RoundBenchOptions,
+        scheme: &dyn Scheme,
+        cell: &BenchCell,
+    ) -> Result<RoundBenchRow> {
+        let decode = cell.decode_config(options);
+        let mut totals = Totals::default();
+        let fallbacks_before = crate::dist::top_p_fallbacks();
+        for g in 0..options.generations {
+            let mut rng = SpecRng::derive(options.seed, &[cell.k as u64, g as u64]);
+            let prompt = self.random_prompt(cell.prompt_len, &mut rng);
+            self.generation(&prompt, scheme, &decode, &mut rng, &mut totals)?;
+        }
+        let full_path_laws = crate::dist::top_p_fallbacks() - fallbacks_before;
+        Ok(totals.into_row(cell, full_path_laws))
+    }
+
+    /// `len` tokens drawn past the synthetic EOS, so that it is not hit at once.
+    fn random_prompt(&self, len: usize, rng: &mut SpecRng) -> Vec<u32> {
+        (0..len)
+            .map(|_| 3 + (rng.next_u64() % (self.vocab as u64 - 3)) as u32)
+            .collect()
+    }
+
+    /// One generation, its times added to `totals`. The meter is emptied
+    /// first so that what it holds afterwards is this generation's alone.
+    fn generation(
+        &mut self,
+        prompt: &[u32],
+        scheme: &dyn Scheme,
+        decode: &DecodeConfig,
+        rng: &mut SpecRng,
+        totals: &mut Totals,
+    ) -> Result<()> {
+        self.meter.take();
+        let copied_before = self.copied();
+        let generation = generate(
+            &mut self.target,
+            &mut self.draft,
+            prompt,
+            scheme,
+            decode,
+            rng,
+        )?;
+        let (model, kv, broadcast) = self.meter.take();
+        totals.rounds += generation.rounds.len();
+        totals.tokens += generation.rounds.iter().map(|r| r.emitted).sum::<usize>();
+        totals.generation += generation.seconds;
+        totals.selection += generation.selection_seconds;
+        totals.model += model.as_secs_f64();
+        totals.kv += kv.as_secs_f64();
+        totals.kv_positions += self.copied() - copied_before;
+        totals.broadcast.push(broadcast.as_secs_f64() * 1e3);
+        Ok(())
+    }
+
+    /// Row positions both caches have copied so far.
+    fn copied(&self) -> u64 {
+        self.target.copied() + self.draft.copied()
+    }
+}
+
 /// A cell's sums over its generations, seconds.
 #[derive(Default)]
 struct Totals {
@@ -343,6 +404,29 @@ struct Totals {
     kv: f64,
     kv_positions: u64,
     broadcast: Vec<f64>,
+}
+
+impl Totals {
+    /// The cell's row: sums per round, in milliseconds; the host time is
+    /// the generations' less the model calls and the prompt broadcasts.
+    fn into_row(mut self, cell: &BenchCell, full_path_laws: usize) -> RoundBenchRow {
+        let per_round = |s: f64| s * 1e3 / self.rounds as f64;
+        let broadcast_total: f64 = self.broadcast.iter().sum::<f64>() / 1e3;
+        RoundBenchRow {
+            k: cell.k,
+            prompt: cell.prompt_len,
+            draft_temperature: cell.temperature,
+            rounds: self.rounds,
+            tokens_per_round: self.tokens as f64 / self.rounds as f64,
+            host_ms: per_round(self.generation - self.model - broadcast_total),
+            selection_ms: per_round(self.selection),
+            kv_ms: per_round(self.kv),
+            kv_positions: self.kv_positions as f64 / self.rounds as f64,
+            broadcast_ms: median(&mut self.broadcast),
+            model_ms: per_round(self.model),
+            full_path_laws,
+        }
+    }
 }
 
 impl RoundBenchReport {

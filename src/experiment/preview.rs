@@ -8,9 +8,10 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::memory::{self, gb};
+use super::config::Config;
+use super::memory::{self, MemoryEstimate, gb};
 use super::options::RunOptions;
-use super::plan::Plan;
+use super::plan::{Cell, Plan};
 use crate::data::{DataSource, Dataset};
 use crate::model::random;
 use crate::model::shape::cached_config;
@@ -21,6 +22,21 @@ pub fn preview(options: &RunOptions) -> Result<String> {
     let plan = Plan::build(config)?;
     let cells = plan.cells_of(options.shard);
     let mut out = String::new();
+    write_counts(&mut out, options, &plan, &cells)?;
+    write_fetches(&mut out, config)?;
+    match memory::estimate(config, &cells)? {
+        None => writeln!(out, "memory: synthetic models, no weights or cache")?,
+        Some(estimate) => {
+            write_memory_table(&mut out, &estimate)?;
+            write_memory_check(&mut out, config, &estimate)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The header: what is run, and how many cells, generations and tokens.
+fn write_counts(out: &mut String, options: &RunOptions, plan: &Plan, cells: &[Cell]) -> Result<()> {
+    let config = &options.config;
     let shard = match options.shard {
         Some((i, n)) => format!(", shard {i}/{n}"),
         None => String::new(),
@@ -46,6 +62,11 @@ pub fn preview(options: &RunOptions) -> Result<String> {
         config.data.prompts,
         generations.saturating_mul(config.decode.max_new_tokens)
     )?;
+    Ok(())
+}
+
+/// The models and datasets, each with what fetching it involves.
+fn write_fetches(out: &mut String, config: &Config) -> Result<()> {
     let m = &config.models;
     writeln!(
         out,
@@ -72,75 +93,78 @@ pub fn preview(options: &RunOptions) -> Result<String> {
             dataset_fetch(dataset, config.data.source, config.data.path.as_deref())
         )?;
     }
-    match memory::estimate(config, &cells)? {
-        None => writeln!(out, "memory: synthetic models, no weights or cache")?,
-        Some(estimate) => {
-            writeln!(
-                out,
-                "memory ({}, prompts of up to {} tokens, {} cached positions per row):",
-                estimate.dtype, estimate.prompt_tokens, estimate.positions
-            )?;
-            for line in &estimate.shapes {
-                writeln!(out, "  {line}")?;
-            }
-            for name in &estimate.unknown {
-                writeln!(
-                    out,
-                    "  {name}: size unknown until downloaded (`specbench fetch`), left out of the sums"
-                )?;
-            }
-            writeln!(
-                out,
-                "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
-                "K",
-                "target weights",
-                "target KV",
-                "draft weights",
-                "draft KV",
-                "transient",
-                "total"
-            )?;
-            for cell in &estimate.per_k {
-                writeln!(
-                    out,
-                    "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
-                    cell.k,
-                    gb(cell.target.weights),
-                    gb(cell.target.kv_cache),
-                    gb(cell.draft.weights),
-                    gb(cell.draft.kv_cache),
-                    gb(cell.transient),
-                    gb(cell.total)
-                )?;
-            }
-            if let Some(largest) = estimate.per_k.iter().find(|c| c.allowance > 0) {
-                writeln!(
-                    out,
-                    "  totals include {} for the CUDA context and cuBLAS",
-                    gb(largest.allowance)
-                )?;
-            }
-            writeln!(out, "device: {}", memory::describe_device(m.device))?;
-            if let Some(warning) = memory::precision_warning(config, &estimate) {
-                writeln!(out, "{warning}")?;
-            }
-            let largest = estimate.largest().map_or(0, |c| c.total);
-            match memory::check(config, &estimate) {
-                Ok(Some(device)) => writeln!(
-                    out,
-                    "memory check: passes: the largest cell needs {} of {} free",
-                    gb(largest),
-                    gb(device.free)
-                )?,
-                Ok(None) => writeln!(
-                    out,
-                    "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for a device)"
-                )?,
-                Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
-            }
-        }
+    Ok(())
+}
+
+/// The memory estimate: the model shapes, then one row per K.
+fn write_memory_table(out: &mut String, estimate: &MemoryEstimate) -> Result<()> {
+    writeln!(
+        out,
+        "memory ({}, prompts of up to {} tokens, {} cached positions per row):",
+        estimate.dtype, estimate.prompt_tokens, estimate.positions
+    )?;
+    for line in &estimate.shapes {
+        writeln!(out, "  {line}")?;
     }
-    Ok(out)
+    for name in &estimate.unknown {
+        writeln!(
+            out,
+            "  {name}: size unknown until downloaded (`specbench fetch`), left out of the sums"
+        )?;
+    }
+    writeln!(
+        out,
+        "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
+        "K", "target weights", "target KV", "draft weights", "draft KV", "transient", "total"
+    )?;
+    for cell in &estimate.per_k {
+        writeln!(
+            out,
+            "  {:>3}  {:>14}  {:>10}  {:>13}  {:>9}  {:>9}  {:>9}",
+            cell.k,
+            gb(cell.target.weights),
+            gb(cell.target.kv_cache),
+            gb(cell.draft.weights),
+            gb(cell.draft.kv_cache),
+            gb(cell.transient),
+            gb(cell.total)
+        )?;
+    }
+    if let Some(largest) = estimate.per_k.iter().find(|c| c.allowance > 0) {
+        writeln!(
+            out,
+            "  totals include {} for the CUDA context and cuBLAS",
+            gb(largest.allowance)
+        )?;
+    }
+    Ok(())
+}
+
+/// The device, any precision warning, and whether the largest cell fits.
+fn write_memory_check(out: &mut String, config: &Config, estimate: &MemoryEstimate) -> Result<()> {
+    writeln!(
+        out,
+        "device: {}",
+        memory::describe_device(config.models.device)
+    )?;
+    if let Some(warning) = memory::precision_warning(config, estimate) {
+        writeln!(out, "{warning}")?;
+    }
+    let largest = estimate.largest().map_or(0, |c| c.total);
+    match memory::check(config, estimate) {
+        Ok(Some(device)) => writeln!(
+            out,
+            "memory check: passes: the largest cell needs {} of {} free",
+            gb(largest),
+            gb(device.free)
+        )?,
+        Ok(None) => writeln!(
+            out,
+            "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for a device)"
+        )?,
+        Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
+    }
+    Ok(())
 }
 
 /// What fetching a model involves.

@@ -24,6 +24,7 @@
 //! rounding (tested to 1e-13), not to the bit; the alphabets, weights and
 //! coins used are the same.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::dist::Dist;
@@ -163,6 +164,19 @@ struct IidStage {
 }
 
 impl IidStage {
+    /// The stage of `rule`, with its alphabet's ranks sorted by id for
+    /// [`IidStage::rank`]'s binary search.
+    fn new(rule: AlphabetRule) -> Self {
+        let mut ranks: Vec<(u32, u32)> = rule
+            .ids()
+            .iter()
+            .enumerate()
+            .map(|(r, &id)| (id, r as u32))
+            .collect();
+        ranks.sort_unstable();
+        Self { rule, ranks }
+    }
+
     fn rank(&self, x: u32) -> Option<usize> {
         self.ranks
             .binary_search_by_key(&x, |&(id, _)| id)
@@ -218,179 +232,35 @@ impl<'a> IidStages<'a> {
         let chunk = (2 * config.alphabet).max(32);
         // `p > 0`: descending p (the key p − d·q is at most p).
         let mut by_p = LazyOrder::new(positive, chunk, by_priority);
-        // `p = 0`: the key −d·q = −γq² falls as q grows: ascending q. Built
-        // only when some stage's threshold lets a key ≤ 0 in.
+        // `p = 0`: ascending q ([`zero_stream`]). Built only when some
+        // stage's threshold lets a key ≤ 0 in.
         let mut by_q = None;
-        // The incumbent law: explicit at `held` (sorted by id), `scale·q`
-        // at the `free_count` other tokens of q's support, whose q sums to
-        // `free_q`.
-        // Each with its p and q: every stage rereads them (the keys, the
-        // closed form), and the vocabulary-sized vectors are cache misses.
-        let mut held: Vec<Held> = Vec::new();
-        let mut scale = 1.0;
-        let q_total = q.mass();
-        let (mut free_q, mut free_count) = (q_total, n);
+        let mut incumbent = Incumbent::new(q);
         let mut stages = Vec::with_capacity(k - 1);
         for _ in 1..k {
-            let is_held = |x: usize| held.binary_search_by_key(&(x as u32), |e| e.id).is_ok();
-            let free_key = |x: usize, px: f64| {
-                let qx = q.get(x as u32);
-                px - (scale * qx) * qx
-            };
-            let mut candidates: Vec<(f64, usize)> = held
-                .iter()
-                .map(|e| (e.p - e.d * e.q, e.id as usize))
-                .collect();
-            // Lower bound on the size-th best key: no token below it can enter.
-            let mut threshold = f64::NEG_INFINITY;
-            let refresh = |candidates: &[(f64, usize)], threshold: &mut f64| {
-                if size > 0 && candidates.len() >= size {
-                    *threshold = threshold.max(kth_key(candidates, size));
-                }
-            };
-            refresh(&candidates, &mut threshold);
-            let (mut j, mut since) = (0, 0);
-            // With no alphabet (`is_uniform`, `is_first`) nothing is scanned.
-            while let Some((px, x)) = by_p.get(j).filter(|_| size > 0) {
-                j += 1;
-                if px < threshold {
-                    break;
-                }
-                if is_held(x) {
-                    continue;
-                }
-                candidates.push((free_key(x, px), x));
-                since += 1;
-                if since >= size {
-                    refresh(&candidates, &mut threshold);
-                    since = 0;
-                }
-            }
-            refresh(&candidates, &mut threshold);
+            let mut search = Search::new(&incumbent, size);
+            search.scan_positive(&mut by_p, &incumbent, q);
             // Every `p = 0` key is ≤ 0: skip the stream above a positive threshold.
-            if size > 0 && threshold <= 0.0 {
-                let by_q = by_q.get_or_insert_with(|| {
-                    let zero: Vec<(f64, usize)> = q
-                        .support()
-                        .iter()
-                        .filter(|&&x| p.get(x) == 0.0)
-                        .map(|&x| (q.get(x), x as usize))
-                        .collect();
-                    LazyOrder::new(zero, chunk, |a: &(f64, usize), b: &(f64, usize)| {
-                        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-                    })
-                });
-                let (mut taken, mut last, mut j) = (0, f64::INFINITY, 0);
-                while let Some((_, x)) = by_q.get(j) {
-                    j += 1;
-                    if is_held(x) {
-                        continue;
-                    }
-                    let key = free_key(x, 0.0);
-                    // Keys fall along this stream: past the size-th one,
-                    // only ties can still win (on id).
-                    if key < threshold || (taken >= size && key < last) {
-                        break;
-                    }
-                    candidates.push((key, x));
-                    taken += 1;
-                    if taken == size {
-                        last = key;
-                    }
-                }
+            if size > 0 && search.threshold <= 0.0 {
+                let by_q = by_q.get_or_insert_with(|| zero_stream(p, q, chunk));
+                search.scan_zero(by_q, &incumbent, q);
             }
-            if size > 0 && size < candidates.len() {
-                candidates.select_nth_unstable_by(size - 1, by_priority);
-            }
-            candidates.truncate(size);
-            candidates.sort_unstable_by(by_priority);
-
-            let (mut free_in, mut free_in_q, mut held_in_d) = (0, 0.0, 0.0);
-            let tokens: Vec<(u32, f64, f64)> = candidates
-                .iter()
-                .map(|&(_, x)| {
-                    let x = x as u32;
-                    let qx = q.get(x);
-                    let d = match held.binary_search_by_key(&x, |e| e.id) {
-                        Ok(i) => {
-                            held_in_d += held[i].d;
-                            held[i].d
-                        }
-                        Err(_) => {
-                            free_in += 1;
-                            free_in_q += qx;
-                            scale * qx
-                        }
-                    };
-                    (x, d, qx)
-                })
-                .collect();
-            let alphabet_q: f64 = tokens.iter().map(|t| t.2).sum();
-            let held_d: f64 = held.iter().map(|e| e.d).sum();
-            // Ω₀ masses by subtraction; exactly 0 when Ω₀ (or its free
-            // part) is empty, so no rounding residue appears there.
-            let (q1_outside, q2_outside) = if size == n {
-                (0.0, 0.0)
-            } else {
-                let free_out_q = if free_count == free_in {
-                    0.0
-                } else {
-                    (free_q - free_in_q).max(0.0)
-                };
-                (
-                    (held_d - held_in_d).max(0.0) + scale * free_out_q,
-                    (q_total - alphabet_q).max(0.0),
-                )
-            };
-            let rule = AlphabetRule::new(p, &tokens, q1_outside, q2_outside, config);
-
-            // The winner's law: the closed form off the alphabet, then the
-            // alphabet's own values (inserted in id order).
-            for entry in held.iter_mut() {
-                entry.d = rule.outside_intermediate(entry.d, entry.q);
-            }
-            for (r, &(x, _, qx)) in tokens.iter().enumerate() {
-                let value = rule.alphabet_intermediate(r);
-                match held.binary_search_by_key(&x, |e| e.id) {
-                    Ok(i) => held[i].d = value,
-                    Err(i) => held.insert(
-                        i,
-                        Held {
-                            id: x,
-                            d: value,
-                            p: p.get(x),
-                            q: qx,
-                        },
-                    ),
-                }
-            }
-            let c = rule.outside_first();
-            scale = c * q2_outside * scale + (1.0 - c) * q1_outside;
-            free_count -= free_in;
-            free_q = if free_count == 0 {
-                0.0
-            } else {
-                (free_q - free_in_q).max(0.0)
-            };
-            let mut ranks: Vec<(u32, u32)> = rule
-                .ids()
-                .iter()
-                .enumerate()
-                .map(|(r, &id)| (id, r as u32))
-                .collect();
-            ranks.sort_unstable();
-            stages.push(IidStage { rule, ranks });
+            let alphabet = incumbent.alphabet(&search.into_alphabet(), q);
+            let outside = incumbent.outside_masses(&alphabet, size == n);
+            let rule = AlphabetRule::new(p, &alphabet.tokens, outside.0, outside.1, config);
+            incumbent.advance(p, &rule, &alphabet, outside);
+            stages.push(IidStage::new(rule));
         }
         let mut filter = IdFilter::default();
-        for e in &held {
+        for e in &incumbent.held {
             filter.insert(e.id);
         }
         Self {
             q,
             stages,
-            explicit: held.iter().map(|e| (e.id, e.d)).collect(),
+            explicit: incumbent.held.iter().map(|e| (e.id, e.d)).collect(),
             filter,
-            scale,
+            scale: incumbent.scale,
         }
     }
 
@@ -402,6 +272,265 @@ impl<'a> IidStages<'a> {
             Ok(i) => self.explicit[i].1,
             Err(_) => self.scale * self.q.get(y),
         }
+    }
+}
+
+/// A candidate for a stage's alphabet: its key `p − d·q` and its id.
+type Key = (f64, usize);
+
+/// The `p = 0` candidates in ascending `q`, ties by id: their key
+/// `−d·q = −γq²` falls as `q` grows. Returned as `impl Fn` (not a fn
+/// pointer) so that the stream's sort calls the comparison directly.
+fn zero_stream(
+    p: &Dist,
+    q: &Dist,
+    chunk: usize,
+) -> LazyOrder<Key, impl Fn(&Key, &Key) -> Ordering + use<>> {
+    let zero: Vec<Key> = q
+        .support()
+        .iter()
+        .filter(|&&x| p.get(x) == 0.0)
+        .map(|&x| (q.get(x), x as usize))
+        .collect();
+    LazyOrder::new(zero, chunk, |a: &Key, b: &Key| {
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+    })
+}
+
+/// The incumbent law while the stages are built: explicit at `held`
+/// (sorted by id), `scale·q` at the `free_count` other tokens of q's
+/// support, whose q sums to `free_q`.
+struct Incumbent {
+    /// Each with its p and q: every stage rereads them (the keys, the
+    /// closed form), and the vocabulary-sized vectors are cache misses.
+    held: Vec<Held>,
+    scale: f64,
+    free_q: f64,
+    free_count: usize,
+    /// `q`'s total mass.
+    q_total: f64,
+}
+
+/// A stage's alphabet as [`AlphabetRule::new`] takes it, `(id, d, q)` in
+/// priority order, with what it takes out of the incumbent's free part
+/// (count and `q` mass) and held part (`d` mass).
+struct Alphabet {
+    tokens: Vec<(u32, f64, f64)>,
+    free_in: usize,
+    free_in_q: f64,
+    held_in_d: f64,
+}
+
+impl Incumbent {
+    /// Before the first stage: the first draft's law, `q` itself.
+    fn new(q: &Dist) -> Self {
+        let q_total = q.mass();
+        Self {
+            held: Vec::new(),
+            scale: 1.0,
+            free_q: q_total,
+            free_count: q.support().len(),
+            q_total,
+        }
+    }
+
+    fn is_held(&self, x: usize) -> bool {
+        self.held
+            .binary_search_by_key(&(x as u32), |e| e.id)
+            .is_ok()
+    }
+
+    /// The key `p − d·q` of a token no alphabet has held (`d = scale·q`).
+    fn free_key(&self, q: &Dist, x: usize, px: f64) -> f64 {
+        let qx = q.get(x as u32);
+        px - (self.scale * qx) * qx
+    }
+
+    /// The chosen candidates with their incumbent values.
+    fn alphabet(&self, candidates: &[Key], q: &Dist) -> Alphabet {
+        let (mut free_in, mut free_in_q, mut held_in_d) = (0, 0.0, 0.0);
+        let tokens: Vec<(u32, f64, f64)> = candidates
+            .iter()
+            .map(|&(_, x)| {
+                let x = x as u32;
+                let qx = q.get(x);
+                let d = match self.held.binary_search_by_key(&x, |e| e.id) {
+                    Ok(i) => {
+                        held_in_d += self.held[i].d;
+                        self.held[i].d
+                    }
+                    Err(_) => {
+                        free_in += 1;
+                        free_in_q += qx;
+                        self.scale * qx
+                    }
+                };
+                (x, d, qx)
+            })
+            .collect();
+        Alphabet {
+            tokens,
+            free_in,
+            free_in_q,
+            held_in_d,
+        }
+    }
+
+    /// `(q1(Ω₀), q2(Ω₀))`: the incumbent's and the challenger's mass off
+    /// the alphabet, by subtraction; exactly 0 when Ω₀ (or its free part)
+    /// is empty, so no rounding residue appears there.
+    fn outside_masses(&self, alphabet: &Alphabet, whole_support: bool) -> (f64, f64) {
+        if whole_support {
+            return (0.0, 0.0);
+        }
+        let alphabet_q: f64 = alphabet.tokens.iter().map(|t| t.2).sum();
+        let held_d: f64 = self.held.iter().map(|e| e.d).sum();
+        let free_out_q = if self.free_count == alphabet.free_in {
+            0.0
+        } else {
+            (self.free_q - alphabet.free_in_q).max(0.0)
+        };
+        (
+            (held_d - alphabet.held_in_d).max(0.0) + self.scale * free_out_q,
+            (self.q_total - alphabet_q).max(0.0),
+        )
+    }
+
+    /// The stage's winner's law becomes the incumbent: the closed form off
+    /// the alphabet, then the alphabet's own values (inserted in id order).
+    fn advance(
+        &mut self,
+        p: &Dist,
+        rule: &AlphabetRule,
+        alphabet: &Alphabet,
+        (q1_outside, q2_outside): (f64, f64),
+    ) {
+        for entry in self.held.iter_mut() {
+            entry.d = rule.outside_intermediate(entry.d, entry.q);
+        }
+        for (r, &(x, _, qx)) in alphabet.tokens.iter().enumerate() {
+            let value = rule.alphabet_intermediate(r);
+            match self.held.binary_search_by_key(&x, |e| e.id) {
+                Ok(i) => self.held[i].d = value,
+                Err(i) => self.held.insert(
+                    i,
+                    Held {
+                        id: x,
+                        d: value,
+                        p: p.get(x),
+                        q: qx,
+                    },
+                ),
+            }
+        }
+        let c = rule.outside_first();
+        self.scale = c * q2_outside * self.scale + (1.0 - c) * q1_outside;
+        self.free_count -= alphabet.free_in;
+        self.free_q = if self.free_count == 0 {
+            0.0
+        } else {
+            (self.free_q - alphabet.free_in_q).max(0.0)
+        };
+    }
+}
+
+/// One stage's search for its alphabet, the `size` best keys over every
+/// draftable token: the candidates so far, and a lower bound on the
+/// size-th best key (no token below it can enter).
+struct Search {
+    candidates: Vec<Key>,
+    threshold: f64,
+    size: usize,
+}
+
+impl Search {
+    /// Every held token is a candidate: its key is explicit.
+    fn new(incumbent: &Incumbent, size: usize) -> Self {
+        let candidates = incumbent
+            .held
+            .iter()
+            .map(|e| (e.p - e.d * e.q, e.id as usize))
+            .collect();
+        let mut search = Self {
+            candidates,
+            threshold: f64::NEG_INFINITY,
+            size,
+        };
+        search.refresh();
+        search
+    }
+
+    fn refresh(&mut self) {
+        if self.size > 0 && self.candidates.len() >= self.size {
+            self.threshold = self.threshold.max(kth_key(&self.candidates, self.size));
+        }
+    }
+
+    /// The free `p > 0` tokens in descending `p`, down to the threshold
+    /// (`p` bounds the key). With no alphabet (`is_uniform`, `is_first`)
+    /// nothing is scanned.
+    fn scan_positive(
+        &mut self,
+        by_p: &mut LazyOrder<Key, impl Fn(&Key, &Key) -> Ordering>,
+        incumbent: &Incumbent,
+        q: &Dist,
+    ) {
+        let (mut j, mut since) = (0, 0);
+        while let Some((px, x)) = by_p.get(j).filter(|_| self.size > 0) {
+            j += 1;
+            if px < self.threshold {
+                break;
+            }
+            if incumbent.is_held(x) {
+                continue;
+            }
+            self.candidates.push((incumbent.free_key(q, x, px), x));
+            since += 1;
+            if since >= self.size {
+                self.refresh();
+                since = 0;
+            }
+        }
+        self.refresh();
+    }
+
+    /// The free `p = 0` tokens in ascending `q`, down to the threshold.
+    fn scan_zero(
+        &mut self,
+        by_q: &mut LazyOrder<Key, impl Fn(&Key, &Key) -> Ordering>,
+        incumbent: &Incumbent,
+        q: &Dist,
+    ) {
+        let (mut taken, mut last, mut j) = (0, f64::INFINITY, 0);
+        while let Some((_, x)) = by_q.get(j) {
+            j += 1;
+            if incumbent.is_held(x) {
+                continue;
+            }
+            let key = incumbent.free_key(q, x, 0.0);
+            // Keys fall along this stream: past the size-th one,
+            // only ties can still win (on id).
+            if key < self.threshold || (taken >= self.size && key < last) {
+                break;
+            }
+            self.candidates.push((key, x));
+            taken += 1;
+            if taken == self.size {
+                last = key;
+            }
+        }
+    }
+
+    /// The alphabet: the `size` best candidates, in priority order.
+    fn into_alphabet(mut self) -> Vec<Key> {
+        let size = self.size;
+        if size > 0 && size < self.candidates.len() {
+            self.candidates
+                .select_nth_unstable_by(size - 1, by_priority);
+        }
+        self.candidates.truncate(size);
+        self.candidates.sort_unstable_by(by_priority);
+        self.candidates
     }
 }
 

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use crate::dist::Dist;
 use crate::select::optimal::pstar;
 use crate::select::spectr::rho_star;
-use crate::select::{Drafts, build, drafts_for};
+use crate::select::{Drafts, Scheme, build, drafts_for};
 
 use super::exact_outcome;
 
@@ -172,11 +172,7 @@ pub fn figure2(step: f64) -> Result<Figure2, String> {
         ));
     }
     let p = Dist::new(vec![1.0 / 3.0; 3]).map_err(|e| e.to_string())?;
-    let schemes = ["optimal", "spectr", "specinfer", "single", FULL_LP_SCHEME]
-        .map(|name| build(name).map_err(|e| e.to_string()));
-    let [optimal, spectr, specinfer, single, full_lp] = schemes;
-    let (optimal, spectr, specinfer, single, full_lp) =
-        (optimal?, spectr?, specinfer?, single?, full_lp?);
+    let schemes = Schemes::build()?;
     let mut figure = Figure2 {
         points: Vec::new(),
         failures: Vec::new(),
@@ -187,85 +183,168 @@ pub fn figure2(step: f64) -> Result<Figure2, String> {
     };
     for panel in Panel::BOTH {
         for q2 in panel.grid(step) {
-            let q = Dist::new(panel.q(q2)).map_err(|e| format!("q at q2 = {q2}: {e}"))?;
-            let drafts = Drafts::identical(&q, DRAFTS);
-            let at = format!("{} panel, q2 = {q2}", panel.name());
-            let pstar_value = pstar(&p, &drafts).map_err(|e| format!("{at}: P*: {e}"))?;
-
-            // Each curve: its closed form, checked against the enumeration
-            // of the scheme's conditional law (the optimum: the landing of
-            // the optimal sampler against the min-cut value).
-            let mut curve = |name: &str,
-                             scheme: &dyn crate::select::Scheme,
-                             closed: Option<f64>,
-                             tolerance: f64| {
-                let node_drafts = drafts_for(scheme, &drafts);
-                let exact = exact_outcome(scheme, &p, &node_drafts)
-                    .map_err(|e| format!("{at}: {name}: {e}"))?;
-                let value = closed
-                    .or(exact.closed_form)
-                    .ok_or_else(|| format!("{at}: {name} has no closed form"))?;
-                let gap = (value - exact.landing).abs().max(exact.max_error);
-                figure.checks += 1;
-                if tolerance == ENUMERATION_TOLERANCE {
-                    figure.max_enumeration_gap = figure.max_enumeration_gap.max(gap);
-                } else {
-                    figure.max_optimal_gap = figure.max_optimal_gap.max(gap);
-                }
-                if gap > tolerance {
-                    figure.failures.push(format!(
-                        "{at}: {name} = {value} but its enumerated law gives landing {} (output error {:.1e})",
-                        exact.landing, exact.max_error
-                    ));
-                }
-                Ok::<_, String>((value, exact))
-            };
-            let (optimal_value, _) = curve(
-                "optimal",
-                optimal.as_ref(),
-                Some(pstar_value),
-                OPTIMAL_TOLERANCE,
-            )?;
-            let (spectr_value, _) = curve("spectr", spectr.as_ref(), None, ENUMERATION_TOLERANCE)?;
-            let (specinfer_value, _) =
-                curve("specinfer", specinfer.as_ref(), None, ENUMERATION_TOLERANCE)?;
-            let (sd_value, _) = curve("sd", single.as_ref(), None, ENUMERATION_TOLERANCE)?;
-            // The LP has no closed form: its law is checked by enumeration,
-            // its value (the selection acceptance Σ min(p, p_I)) against P*.
-            let lp = exact_outcome(full_lp.as_ref(), &p, &drafts)
-                .map_err(|e| format!("{at}: {FULL_LP_SCHEME}: {e}"))?;
-            figure.checks += 1;
-            figure.max_enumeration_gap = figure.max_enumeration_gap.max(lp.max_error);
-            if lp.max_error > ENUMERATION_TOLERANCE {
-                figure.failures.push(format!(
-                    "{at}: {FULL_LP_SCHEME}'s enumerated output law misses p by {:.1e}",
-                    lp.max_error
-                ));
-            }
-            let is_full_lp = lp
-                .selection
-                .ok_or_else(|| format!("{at}: {FULL_LP_SCHEME} has no selection acceptance"))?;
-            let lp_gap = (is_full_lp - optimal_value).abs();
-            figure.checks += 1;
-            figure.max_lp_gap = figure.max_lp_gap.max(lp_gap);
-            if lp_gap > LP_TOLERANCE {
-                figure.failures.push(format!(
-                    "{at}: the full IS LP reaches {is_full_lp} but P* = {optimal_value}"
-                ));
-            }
-            figure.points.push(Point {
-                panel: panel.name(),
-                q2,
-                optimal: optimal_value,
-                is_full_lp,
-                spectr: spectr_value,
-                rho_star: rho_star(&p, &q, DRAFTS),
-                specinfer: specinfer_value,
-                sd: sd_value,
-            });
+            let point = figure.point(&schemes, &p, panel, q2)?;
+            figure.points.push(point);
         }
     }
     Ok(figure)
+}
+
+/// The schemes whose curves the figure draws, built once for every point.
+struct Schemes {
+    optimal: Box<dyn Scheme>,
+    spectr: Box<dyn Scheme>,
+    specinfer: Box<dyn Scheme>,
+    single: Box<dyn Scheme>,
+    full_lp: Box<dyn Scheme>,
+}
+
+impl Schemes {
+    fn build() -> Result<Self, String> {
+        let schemes = ["optimal", "spectr", "specinfer", "single", FULL_LP_SCHEME]
+            .map(|name| build(name).map_err(|e| e.to_string()));
+        let [optimal, spectr, specinfer, single, full_lp] = schemes;
+        Ok(Self {
+            optimal: optimal?,
+            spectr: spectr?,
+            specinfer: specinfer?,
+            single: single?,
+            full_lp: full_lp?,
+        })
+    }
+}
+
+/// One grid point's node: where it is (for the messages), the target and
+/// the K identical drafts.
+struct Node<'a> {
+    at: &'a str,
+    p: &'a Dist,
+    drafts: &'a Drafts<'a>,
+}
+
+impl Figure2 {
+    /// One grid point's values. A failed check is recorded in `failures`,
+    /// not returned, so that the figure still shows the point; only a
+    /// value that cannot be computed is an error.
+    fn point(
+        &mut self,
+        schemes: &Schemes,
+        p: &Dist,
+        panel: Panel,
+        q2: f64,
+    ) -> Result<Point, String> {
+        let q = Dist::new(panel.q(q2)).map_err(|e| format!("q at q2 = {q2}: {e}"))?;
+        let drafts = Drafts::identical(&q, DRAFTS);
+        let at = format!("{} panel, q2 = {q2}", panel.name());
+        let pstar_value = pstar(p, &drafts).map_err(|e| format!("{at}: P*: {e}"))?;
+        let node = Node {
+            at: &at,
+            p,
+            drafts: &drafts,
+        };
+        let optimal = self.curve(
+            &node,
+            "optimal",
+            schemes.optimal.as_ref(),
+            Some(pstar_value),
+            OPTIMAL_TOLERANCE,
+        )?;
+        let spectr = self.curve(
+            &node,
+            "spectr",
+            schemes.spectr.as_ref(),
+            None,
+            ENUMERATION_TOLERANCE,
+        )?;
+        let specinfer = self.curve(
+            &node,
+            "specinfer",
+            schemes.specinfer.as_ref(),
+            None,
+            ENUMERATION_TOLERANCE,
+        )?;
+        let sd = self.curve(
+            &node,
+            "sd",
+            schemes.single.as_ref(),
+            None,
+            ENUMERATION_TOLERANCE,
+        )?;
+        let is_full_lp = self.full_lp(&node, schemes.full_lp.as_ref(), optimal)?;
+        Ok(Point {
+            panel: panel.name(),
+            q2,
+            optimal,
+            is_full_lp,
+            spectr,
+            rho_star: rho_star(p, &q, DRAFTS),
+            specinfer,
+            sd,
+        })
+    }
+
+    /// One curve's value: its closed form, checked against the enumeration
+    /// of the scheme's conditional law (the optimum: the landing of the
+    /// optimal sampler against the min-cut value).
+    fn curve(
+        &mut self,
+        node: &Node,
+        name: &str,
+        scheme: &dyn Scheme,
+        closed: Option<f64>,
+        tolerance: f64,
+    ) -> Result<f64, String> {
+        let at = node.at;
+        let node_drafts = drafts_for(scheme, node.drafts);
+        let exact = exact_outcome(scheme, node.p, &node_drafts)
+            .map_err(|e| format!("{at}: {name}: {e}"))?;
+        let value = closed
+            .or(exact.closed_form)
+            .ok_or_else(|| format!("{at}: {name} has no closed form"))?;
+        let gap = (value - exact.landing).abs().max(exact.max_error);
+        self.checks += 1;
+        if tolerance == ENUMERATION_TOLERANCE {
+            self.max_enumeration_gap = self.max_enumeration_gap.max(gap);
+        } else {
+            self.max_optimal_gap = self.max_optimal_gap.max(gap);
+        }
+        if gap > tolerance {
+            self.failures.push(format!(
+                "{at}: {name} = {value} but its enumerated law gives landing {} (output error {:.1e})",
+                exact.landing, exact.max_error
+            ));
+        }
+        Ok(value)
+    }
+
+    /// The full IS LP's value. It has no closed form: its law is checked by
+    /// enumeration, its value (the selection acceptance Σ min(p, p_I))
+    /// against P* (`optimal`).
+    fn full_lp(&mut self, node: &Node, scheme: &dyn Scheme, optimal: f64) -> Result<f64, String> {
+        let at = node.at;
+        let lp = exact_outcome(scheme, node.p, node.drafts)
+            .map_err(|e| format!("{at}: {FULL_LP_SCHEME}: {e}"))?;
+        self.checks += 1;
+        self.max_enumeration_gap = self.max_enumeration_gap.max(lp.max_error);
+        if lp.max_error > ENUMERATION_TOLERANCE {
+            self.failures.push(format!(
+                "{at}: {FULL_LP_SCHEME}'s enumerated output law misses p by {:.1e}",
+                lp.max_error
+            ));
+        }
+        let is_full_lp = lp
+            .selection
+            .ok_or_else(|| format!("{at}: {FULL_LP_SCHEME} has no selection acceptance"))?;
+        let lp_gap = (is_full_lp - optimal).abs();
+        self.checks += 1;
+        self.max_lp_gap = self.max_lp_gap.max(lp_gap);
+        if lp_gap > LP_TOLERANCE {
+            self.failures.push(format!(
+                "{at}: the full IS LP reaches {is_full_lp} but P* = {optimal}"
+            ));
+        }
+        Ok(is_full_lp)
+    }
 }
 
 #[cfg(test)]

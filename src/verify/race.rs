@@ -22,6 +22,7 @@ use crate::select::{DraftLaw, Scheme};
 use crate::theory::optimum;
 
 use super::gtest::g_test;
+use super::instances::Instance;
 use super::{
     EXACT, EnumerationSummary, SamplingCheck, SchemeCheck, VerifyOptions, instances_for,
     realistic_nodes,
@@ -35,57 +36,13 @@ pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> Scheme
     let mut summary = EnumerationSummary::default();
     let mut consistency = Vec::new();
     for (i, inst) in instances.iter().enumerate() {
-        let q = &inst.qs[0];
-        let k = inst.k;
-        let law = rank_law(&inst.p, q, q.support().len());
-        summary.instances += 1;
-        let drafted: f64 = q.support().iter().map(|&x| inst.p.get(x)).sum();
-        let error = (law.iter().sum::<f64>() - drafted).abs();
-        summary.max_law_error = summary.max_law_error.max(error);
-        if error >= EXACT {
-            summary.failures.push(format!(
-                "{}: rank law sums to {error:e} off p(supp q)",
-                inst.label
-            ));
-        }
-        let tv: f64 = inst
-            .p
-            .probs()
-            .iter()
-            .zip(q.probs())
-            .map(|(a, b)| (a - b).max(0.0))
-            .sum();
-        let first = law.first().copied().unwrap_or(0.0);
-        if first > 1.0 - tv + EXACT || first < (1.0 - tv) / (1.0 + tv) - EXACT {
-            summary.failures.push(format!(
-                "{}: Pr[R = 1] = {first} outside [(1−TV)/(1+TV), 1−TV] with TV = {tv}",
-                inst.label
-            ));
-        }
-        let landing = landing_probability(&law, k);
-        match optimum(&inst.p, &inst.drafts(), DraftLaw::WithoutReplacement) {
-            Ok(best) => {
-                let over = landing - best;
-                summary.max_over_optimum = if summary.instances == 1 {
-                    over
-                } else {
-                    summary.max_over_optimum.max(over)
-                };
-                if over > EXACT {
-                    summary.failures.push(format!(
-                        "{}: Pr[R ≤ K] = {landing} exceeds the optimum {best}",
-                        inst.label
-                    ));
-                }
-            }
-            Err(e) => summary
-                .failures
-                .push(format!("{}: optimum: {e}", inst.label)),
-        }
+        check_rank_law(inst, &mut summary);
+        // The arrival G-test draws 100k races each: the first three
+        // instances only.
         if i < 3 {
             consistency.push(arrival_gtest(
                 inst.qs[0].clone(),
-                k,
+                inst.k,
                 100_000,
                 options.seed ^ i as u64,
             ));
@@ -101,34 +58,8 @@ pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> Scheme
     }
     let mut sampling = Vec::new();
     for (i, inst) in realistic_nodes(scheme, options).iter().enumerate() {
-        let race = Race::new(options.seed.wrapping_add(2000 + i as u64));
-        let (p, q, k) = (&inst.p, &inst.qs[0], inst.k);
-        let samples = options.samples.min(RACE_SAMPLES);
-        let mut counts = vec![0u64; p.vocab()];
-        let mut landed = 0u64;
-        for t in 0..samples {
-            let y = race_winner(&race, t, p);
-            counts[y as usize] += 1;
-            landed += u64::from(first_arrivals(&race, t, q, k).contains(&y));
-        }
-        let expected = landing_probability(&rank_law(p, q, k), k);
-        let frequency = landed as f64 / samples as f64;
-        let se = (expected * (1.0 - expected) / samples as f64).sqrt();
-        let check = SamplingCheck {
-            instance: inst.label.clone(),
-            samples,
-            gtest: g_test(&counts, p.probs()),
-            landing_frequency: frequency,
-            closed_form: Some(expected),
-            landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
-        };
-        if !check.passes() {
-            failures.push(format!(
-                "race sampling on {}: G p = {:.2e}, landing {:.6} vs Pr[R ≤ K] {:.6}",
-                check.instance, check.gtest.p_value, frequency, expected
-            ));
-        }
-        sampling.push(check);
+        let seed = options.seed.wrapping_add(2000 + i as u64);
+        sampling.push(sample_races(inst, seed, options, &mut failures));
     }
     if sampling.is_empty() {
         failures.push("no realistic node could be sampled".into());
@@ -143,6 +74,100 @@ pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> Scheme
         rounds: None,
         failures,
     }
+}
+
+/// The rank law's checks on one small instance, recorded in `summary`: it
+/// sums to `p(supp q)`, `Pr[R = 1]` lies in `[(1 − TV)/(1 + TV), 1 − TV]`,
+/// and `Pr[R ≤ K]` does not exceed the without-replacement optimum.
+fn check_rank_law(inst: &Instance, summary: &mut EnumerationSummary) {
+    let q = &inst.qs[0];
+    let k = inst.k;
+    let law = rank_law(&inst.p, q, q.support().len());
+    summary.instances += 1;
+    let drafted: f64 = q.support().iter().map(|&x| inst.p.get(x)).sum();
+    let error = (law.iter().sum::<f64>() - drafted).abs();
+    summary.max_law_error = summary.max_law_error.max(error);
+    if error >= EXACT {
+        summary.failures.push(format!(
+            "{}: rank law sums to {error:e} off p(supp q)",
+            inst.label
+        ));
+    }
+    let tv: f64 = inst
+        .p
+        .probs()
+        .iter()
+        .zip(q.probs())
+        .map(|(a, b)| (a - b).max(0.0))
+        .sum();
+    let first = law.first().copied().unwrap_or(0.0);
+    if first > 1.0 - tv + EXACT || first < (1.0 - tv) / (1.0 + tv) - EXACT {
+        summary.failures.push(format!(
+            "{}: Pr[R = 1] = {first} outside [(1−TV)/(1+TV), 1−TV] with TV = {tv}",
+            inst.label
+        ));
+    }
+    let landing = landing_probability(&law, k);
+    match optimum(&inst.p, &inst.drafts(), DraftLaw::WithoutReplacement) {
+        Ok(best) => {
+            let over = landing - best;
+            // The first instance sets the maximum: the gap may be negative.
+            summary.max_over_optimum = if summary.instances == 1 {
+                over
+            } else {
+                summary.max_over_optimum.max(over)
+            };
+            if over > EXACT {
+                summary.failures.push(format!(
+                    "{}: Pr[R ≤ K] = {landing} exceeds the optimum {best}",
+                    inst.label
+                ));
+            }
+        }
+        Err(e) => summary
+            .failures
+            .push(format!("{}: optimum: {e}", inst.label)),
+    }
+}
+
+/// (ii) and (iv) at one realistic node: race winners under `p` G-tested
+/// against `p`, and how often the winner is among the first K arrivals
+/// under `q` against `Pr[R ≤ K]` (5 standard errors). A failed check is
+/// also added to `failures`.
+fn sample_races(
+    inst: &Instance,
+    seed: u64,
+    options: &VerifyOptions,
+    failures: &mut Vec<String>,
+) -> SamplingCheck {
+    let race = Race::new(seed);
+    let (p, q, k) = (&inst.p, &inst.qs[0], inst.k);
+    let samples = options.samples.min(RACE_SAMPLES);
+    let mut counts = vec![0u64; p.vocab()];
+    let mut landed = 0u64;
+    for t in 0..samples {
+        let y = race_winner(&race, t, p);
+        counts[y as usize] += 1;
+        landed += u64::from(first_arrivals(&race, t, q, k).contains(&y));
+    }
+    let expected = landing_probability(&rank_law(p, q, k), k);
+    let frequency = landed as f64 / samples as f64;
+    let se = (expected * (1.0 - expected) / samples as f64).sqrt();
+    let check = SamplingCheck {
+        instance: inst.label.clone(),
+        samples,
+        gtest: g_test(&counts, p.probs()),
+        landing_frequency: frequency,
+        closed_form: Some(expected),
+        landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
+    };
+    if !check.passes() {
+        failures.push(format!(
+            "race sampling on {}: G p = {:.2e}, landing {:.6} vs Pr[R ≤ K] {:.6}",
+            check.instance, check.gtest.p_value, frequency, expected
+        ));
+    }
+    check
 }
 
 /// The first `k` arrivals at `samples` positions of one race, against the

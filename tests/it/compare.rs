@@ -17,7 +17,9 @@ use specbench::experiment::generations::{
 use specbench::experiment::metrics::CellRow;
 use specbench::experiment::output::{CellsWriter, read_rows};
 use specbench::experiment::{Config, RunOptions, run};
-use specbench::report::compare::{CompareOptions, Method, Metric, Verdict, compare_paths};
+use specbench::report::compare::{
+    CompareOptions, Comparison, Method, Metric, Verdict, compare_paths,
+};
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("compare", name)
@@ -216,17 +218,32 @@ fn a_run_against_itself_and_a_rerun_is_identical() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The SpecInfer cell whose row the hand-edited run halves.
+const WEAK_ID: &str = "dolly/1/K2/specinfer/seed1";
+
 #[test]
 fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
     let dir = scratch("weak");
     let (base, weak) = (dir.join("base"), dir.join("weak"));
     run_into(small_config("specinfer"), &base);
-    // The negative control `nss` ignores the drafts' proposals except by
-    // chance; its cells are relabelled as SpecInfer's to share their ids.
-    run_into(small_config("nss"), &weak);
+    run_weakened(&weak);
+    let found = compare_paths(&base, &weak, &block_efficiency_only()).unwrap();
+    assert_the_weak_cells_are_paired_and_pooled(&found, &base);
+    assert_the_command_fails_unless_the_drop_is_tolerated(&found, &base, &weak);
+    // Without generations.jsonl (and with a row edited by hand), the cells'
+    // standard errors are used, and the note says so.
+    assert_an_edited_row_is_judged_by_cell_errors(&dir.join("edited"), &base);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run of the negative control `nss`, which ignores the drafts'
+/// proposals except by chance; its cells are relabelled as SpecInfer's to
+/// share their ids.
+fn run_weakened(weak: &Path) {
+    run_into(small_config("nss"), weak);
     let relabel = |id: &mut String| *id = id.replace("/nss/", "/specinfer/");
     rewrite(
-        &weak,
+        weak,
         |row| {
             relabel(&mut row.cell_id);
             if row.scheme == "nss" {
@@ -240,10 +257,13 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
             }
         }),
     );
-    let weak_id = "dolly/1/K2/specinfer/seed1";
-    let is_weak = |id: &str| id.contains("/specinfer/");
+}
 
-    let found = compare_paths(&base, &weak, &block_efficiency_only()).unwrap();
+/// Every relabelled cell is compared paired, prompt by prompt, and has
+/// dropped; the others are identical; pooled over the three datasets, the
+/// drop is beyond noise.
+fn assert_the_weak_cells_are_paired_and_pooled(found: &Comparison, base: &Path) {
+    let is_weak = |id: &str| id.contains("/specinfer/");
     assert_eq!(found.common_cells, 9);
     let base_rows = read_rows(&base.join("cells.csv"), false).unwrap();
     for change in &found.cells {
@@ -258,7 +278,6 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
             assert_eq!(change.method, Method::Identical, "{}", change.name);
         }
     }
-    // Pooled over the three datasets, the drop is beyond noise.
     let pooled: Vec<_> = found.pooled.iter().filter(|c| c.regressed).collect();
     assert_eq!(pooled.len(), 1, "{:?}", found.pooled);
     assert_eq!(pooled[0].name, "specinfer");
@@ -270,6 +289,15 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
             .all(|r| r.contains("specinfer") && r.contains("block_efficiency")),
         "{regressions:?}"
     );
+}
+
+/// `specbench compare` exits 1 naming the pooled scheme, and 0 with a
+/// `--max-drop` larger than the drop.
+fn assert_the_command_fails_unless_the_drop_is_tolerated(
+    found: &Comparison,
+    base: &Path,
+    weak: &Path,
+) {
     let out = specbench_with(&[
         base.to_str().unwrap(),
         weak.to_str().unwrap(),
@@ -282,7 +310,6 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
         "{}",
         text(&out.stderr)
     );
-    // A tolerance larger than the drop lets it pass.
     let drop = found
         .cells
         .iter()
@@ -298,22 +325,23 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
         &format!("{}", drop + 1.0),
     ]);
     assert_eq!(lenient.status.code(), Some(0), "{}", text(&lenient.stdout));
+}
 
-    // Without generations.jsonl (and with a row edited by hand), the cells'
-    // standard errors are used, and the note says so.
-    let edited = dir.join("edited");
-    run_into(small_config("specinfer"), &edited);
+/// A re-run with one row's block efficiency halved and no per-prompt
+/// lines to pair: the change is judged from the cells' standard errors.
+fn assert_an_edited_row_is_judged_by_cell_errors(edited: &Path, base: &Path) {
+    run_into(small_config("specinfer"), edited);
     rewrite(
-        &edited,
+        edited,
         |row| {
-            if row.cell_id == weak_id {
+            if row.cell_id == WEAK_ID {
                 row.block_efficiency_mean *= 0.5;
             }
         },
         None,
     );
-    let by_errors = compare_paths(&base, &edited, &block_efficiency_only()).unwrap();
-    let change = by_errors.cells.iter().find(|c| c.name == weak_id).unwrap();
+    let by_errors = compare_paths(base, edited, &block_efficiency_only()).unwrap();
+    let change = by_errors.cells.iter().find(|c| c.name == WEAK_ID).unwrap();
     assert_eq!(change.method, Method::CellStandardErrors);
     assert!((change.change_pct + 50.0).abs() < 1e-9, "{change:?}");
     assert!(change.regressed);
@@ -323,7 +351,6 @@ fn a_weakened_scheme_is_found_paired_and_from_cell_errors() {
             .iter()
             .any(|n| n.contains("standard errors"))
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

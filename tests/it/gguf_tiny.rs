@@ -79,6 +79,11 @@ fn tiny_vocabulary() -> (Vec<String>, Vec<String>) {
     (tokens, merges)
 }
 
+/// llama-tiny's attention: query heads, key/value heads, head size.
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HEAD_DIM: usize = 8;
+
 /// Writes `llama-tiny` as a GGUF file with its weights in `dtype` (also the
 /// seed of the mutation suite's GGUF mutants);
 /// `edit` changes the metadata before writing.
@@ -87,10 +92,22 @@ pub(crate) fn write_llama_tiny(
     dtype: GgmlDType,
     edit: impl Fn(&mut Vec<(String, Value)>),
 ) {
+    let tensors = llama_tiny_tensors(dtype);
+    let mut metadata = llama_tiny_metadata();
+    edit(&mut metadata);
+    let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = std::fs::File::create(path).unwrap();
+    gguf_file::write(&mut out, &metadata, &tensors).unwrap();
+}
+
+/// llama-tiny's safetensors weights under llama.cpp's names: matrices in
+/// `dtype`, norms and the rope factors in F32, Q and K rows permuted as
+/// llama.cpp's converter does.
+fn llama_tiny_tensors(dtype: GgmlDType) -> Vec<(String, QTensor)> {
     let dir = fixtures().join("llama-tiny");
     let weights =
         candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
-    let (heads, kv_heads, head_dim) = (4, 2, 8);
     let mut tensors: Vec<(String, QTensor)> = Vec::new();
     let mut put = |name: String, t: &Tensor, dtype: GgmlDType| {
         tensors.push((name, QTensor::quantize(t, dtype).unwrap()));
@@ -114,10 +131,10 @@ pub(crate) fn write_llama_tiny(
             w("post_attention_layernorm"),
             GgmlDType::F32,
         );
-        put(blk("attn_q"), &permute(w("self_attn.q_proj"), heads), dtype);
+        put(blk("attn_q"), &permute(w("self_attn.q_proj"), HEADS), dtype);
         put(
             blk("attn_k"),
-            &permute(w("self_attn.k_proj"), kv_heads),
+            &permute(w("self_attn.k_proj"), KV_HEADS),
             dtype,
         );
         put(blk("attn_v"), w("self_attn.v_proj"), dtype);
@@ -126,15 +143,21 @@ pub(crate) fn write_llama_tiny(
         put(blk("ffn_up"), w("mlp.up_proj"), dtype);
         put(blk("ffn_down"), w("mlp.down_proj"), dtype);
     }
-    let factors = llama3_rope_factors(head_dim, 500000.0);
+    let factors = llama3_rope_factors(HEAD_DIM, 500000.0);
     put(
         "rope_freqs.weight".into(),
         &Tensor::new(factors.as_slice(), &Device::Cpu).unwrap(),
         GgmlDType::F32,
     );
+    tensors
+}
+
+/// llama-tiny's config and the first 96 tokens of the tiny pair's
+/// vocabulary (no merges), as GGUF metadata.
+fn llama_tiny_metadata() -> Vec<(String, Value)> {
     let (tokens, _) = tiny_vocabulary();
     let tokens: Vec<String> = tokens.into_iter().take(96).collect();
-    let mut metadata: Vec<(String, Value)> = vec![
+    vec![
         ("general.architecture".into(), Value::String("llama".into())),
         ("llama.block_count".into(), Value::U32(2)),
         ("llama.context_length".into(), Value::U32(64)),
@@ -142,16 +165,16 @@ pub(crate) fn write_llama_tiny(
         ("llama.feed_forward_length".into(), Value::U32(64)),
         (
             "llama.attention.head_count".into(),
-            Value::U32(heads as u32),
+            Value::U32(HEADS as u32),
         ),
         (
             "llama.attention.head_count_kv".into(),
-            Value::U32(kv_heads as u32),
+            Value::U32(KV_HEADS as u32),
         ),
         ("llama.rope.freq_base".into(), Value::F32(500000.0)),
         (
             "llama.rope.dimension_count".into(),
-            Value::U32(head_dim as u32),
+            Value::U32(HEAD_DIM as u32),
         ),
         (
             "llama.attention.layer_norm_rms_epsilon".into(),
@@ -163,12 +186,7 @@ pub(crate) fn write_llama_tiny(
         ("tokenizer.ggml.merges".into(), strings(&[])),
         ("tokenizer.ggml.bos_token_id".into(), Value::U32(1)),
         ("tokenizer.ggml.eos_token_id".into(), Value::U32(2)),
-    ];
-    edit(&mut metadata);
-    let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let mut out = std::fs::File::create(path).unwrap();
-    gguf_file::write(&mut out, &metadata, &tensors).unwrap();
+    ]
 }
 
 fn options(matmul: Matmul, reorder_qk: bool) -> LoadOptions {

@@ -430,54 +430,10 @@ fn a_split_is_read_at_the_commit_its_revision_names_now() {
 
 #[test]
 fn fetch_downloads_what_a_config_needs_and_the_run_then_works_offline_without_the_hub() {
-    let hub = TestHub::start();
-    hub.commit(
-        "models/acme/tiny-opt-target",
-        "main",
-        folder_files(&common::tiny("tiny-opt-target")),
-    );
-    hub.commit(
-        "models/acme/tiny-opt-draft",
-        "main",
-        folder_files(&common::tiny("tiny-opt-draft")),
-    );
-    hub.commit(
-        DOLLY,
-        "refs/convert/parquet",
-        [(
-            "default/train/0000.parquet".to_string(),
-            dolly_parquet(0, 4),
-        )]
-        .into(),
-    );
+    let hub = hub_with_the_tiny_pair_and_dolly();
     let home = hf_home("fetch");
     let config = home.join("hub-tiny.toml");
-    std::fs::write(
-        &config,
-        r#"name = "hub-tiny"
-[models]
-target = "acme/tiny-opt-target"
-draft = "acme/tiny-opt-draft"
-device = "cpu"
-dtype = "f32"
-[data]
-source = "hub"
-datasets = ["dolly"]
-prompts = 2
-max_prompt_tokens = 64
-[decode]
-draft_len = 3
-max_new_tokens = 6
-target_temp = 1.0
-top_p = 0.95
-[sweep]
-schemes = ["specinfer"]
-drafts = [2]
-draft_temps = [1.2]
-seeds = [1]
-"#,
-    )
-    .unwrap();
+    std::fs::write(&config, HUB_TINY_CONFIG).unwrap();
     let config = config.to_str().unwrap();
     let out_dir = home.join("out");
     // Offline before fetching: the cache is empty and the run says so.
@@ -502,6 +458,62 @@ seeds = [1]
     assert!(hub.seen().iter().any(|s| s.path.starts_with("/cdn/")));
     // The hub goes away: the run reads everything from the cache.
     drop(hub);
+    run_offline_with_no_hub(config, &home, &out_dir);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A hub holding the trained tiny pair and a four-row Dolly split.
+fn hub_with_the_tiny_pair_and_dolly() -> TestHub {
+    let hub = TestHub::start();
+    hub.commit(
+        "models/acme/tiny-opt-target",
+        "main",
+        folder_files(&common::tiny("tiny-opt-target")),
+    );
+    hub.commit(
+        "models/acme/tiny-opt-draft",
+        "main",
+        folder_files(&common::tiny("tiny-opt-draft")),
+    );
+    hub.commit(
+        DOLLY,
+        "refs/convert/parquet",
+        [(
+            "default/train/0000.parquet".to_string(),
+            dolly_parquet(0, 4),
+        )]
+        .into(),
+    );
+    hub
+}
+
+/// A config whose models and dataset all come from the hub.
+const HUB_TINY_CONFIG: &str = r#"name = "hub-tiny"
+[models]
+target = "acme/tiny-opt-target"
+draft = "acme/tiny-opt-draft"
+device = "cpu"
+dtype = "f32"
+[data]
+source = "hub"
+datasets = ["dolly"]
+prompts = 2
+max_prompt_tokens = 64
+[decode]
+draft_len = 3
+max_new_tokens = 6
+target_temp = 1.0
+top_p = 0.95
+[sweep]
+schemes = ["specinfer"]
+drafts = [2]
+draft_temps = [1.2]
+seeds = [1]
+"#;
+
+/// Runs `config` offline with the endpoint pointing at a closed port, and
+/// checks it wrote its cells and recorded the dataset's commit.
+fn run_offline_with_no_hub(config: &str, home: &Path, out_dir: &Path) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_specbench"));
     let out = command
         .args([
@@ -513,7 +525,7 @@ seeds = [1]
             out_dir.to_str().unwrap(),
         ])
         .env("HF_ENDPOINT", "http://127.0.0.1:9")
-        .env("HF_HOME", &home)
+        .env("HF_HOME", home)
         .env("HF_HUB_OFFLINE", "1")
         .env_remove("HF_TOKEN")
         .output()
@@ -530,5 +542,4 @@ seeds = [1]
         manifest.contains("databricks/databricks-dolly-15k@"),
         "{manifest}"
     );
-    let _ = std::fs::remove_dir_all(&home);
 }

@@ -198,8 +198,16 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
     );
 
     let svg = svg_of(&out, "fig3-dolly");
-    // The PNG is the same picture: a PNG of the SVG's size.
-    let png = std::fs::read(out.join("fig3-dolly.png")).unwrap();
+    assert_the_png_is_the_svgs_size(&out.join("fig3-dolly.png"), &svg);
+    assert_figure3_titles_and_legend(&svg);
+    assert_figure3_draws_each_scheme_with_error_bars(&svg);
+    assert_figure3_points_are_percent_over_sd_means(run);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The PNG is the same picture: a PNG of the SVG's size.
+fn assert_the_png_is_the_svgs_size(png: &Path, svg: &str) {
+    let png = std::fs::read(png).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let be32 = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
     assert!(
@@ -208,7 +216,11 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
         be32(16),
         be32(20)
     );
-    let text = texts(&svg);
+}
+
+/// Figure 3's title, panel titles, axis labels, legend and seed note.
+fn assert_figure3_titles_and_legend(svg: &str) {
+    let text = texts(svg);
     for expected in [
         "dolly: identical drafts, K = 2",
         "Block efficiency",
@@ -231,11 +243,15 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
             .any(|t| t.contains("mean over 3 seeds, error bars ± 1 s.e. over seeds")),
         "{text:?}"
     );
+}
+
+/// Each scheme's markers, lines and error bars in its own colour.
+fn assert_figure3_draws_each_scheme_with_error_bars(svg: &str) {
     for scheme in SCHEMES {
         // 3 temperatures × 2 panels, plus the legend sample.
-        assert_eq!(markers(&svg, scheme), 3 * 2 + 1, "{scheme}");
+        assert_eq!(markers(svg, scheme), 3 * 2 + 1, "{scheme}");
         let color = hex(scheme_style(scheme).color);
-        let lines = polylines(&svg, &color, 2);
+        let lines = polylines(svg, &color, 2);
         // One line per panel through the 3 temperatures, plus the legend's.
         assert_eq!(
             lines.iter().filter(|l| l.len() == 3).count(),
@@ -243,10 +259,12 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
             "{scheme}: {lines:?}"
         );
         // Error bars: a stem and two caps per point (3 seeds differ).
-        assert_eq!(polylines(&svg, &color, 1).len(), 3 * 3 * 2, "{scheme}");
+        assert_eq!(polylines(svg, &color, 1).len(), 3 * 3 * 2, "{scheme}");
     }
+}
 
-    // The numbers behind the points: % over SD, mean over seeds.
+/// The numbers behind the points: % over SD, mean over seeds.
+fn assert_figure3_points_are_percent_over_sd_means(run: PathBuf) {
     let Figures { figures, .. } = figures(&[run]).unwrap();
     let fig3 = figures.iter().find(|f| f.name == "fig3-dolly").unwrap();
     let series = &fig3.panels[0].series()[0];
@@ -261,7 +279,6 @@ fn figure3_holds_one_series_per_scheme_with_error_bars_over_seeds() {
     let point = series.points.iter().find(|p| p.x == 1.6).unwrap();
     assert!((point.y - mean(&expected)).abs() < 1e-9, "{point:?}");
     assert!(point.err.unwrap() > 0.0);
-    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]

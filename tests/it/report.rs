@@ -11,7 +11,7 @@ use specbench::experiment::merge::merge;
 use specbench::experiment::metrics::{CellRow, mean, standard_deviation};
 use specbench::experiment::{Config, RunOptions, run};
 use specbench::report::published::canonical;
-use specbench::report::{Format, build_report, load, render};
+use specbench::report::{Format, Report, Results, build_report, load, render};
 use specbench::theory::accept::{AcceptRequest, accept};
 use specbench::theory::figure2::{Panel, figure2};
 
@@ -105,8 +105,30 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
     let report = build_report(&results);
     let csv = render(&report, Format::Csv);
     let table = entries(&csv);
+    assert_table1_holds_be_by_k(&results, &table, &csv);
+    assert_table2_holds_the_is_truncations(&results, &table, &csv);
+    assert_table3_holds_acceptance_and_pstar(&results, &table, &csv);
+    assert_setup_differences_are_marked(&report);
 
-    // Table 1: BE by K, mean and s.d. over the two seeds, paper value beside.
+    // The same tables from shards merged back.
+    let shards = scratch("e3-shards");
+    let (from_shards, from_merged) = reports_from_shards_and_merged(&shards);
+    // Block efficiency and acceptance do not depend on sharding; token rates do (timing).
+    let deterministic = |text: &str| -> Vec<String> {
+        entries(text)
+            .into_iter()
+            .filter(|e| e.0.starts_with("table1") || e.0.starts_with("table3"))
+            .map(|e| format!("{}|{}|{}|{:?}", e.0, e.1, e.2, e.3))
+            .collect()
+    };
+    assert_eq!(deterministic(&from_shards), deterministic(&from_merged));
+    assert_eq!(deterministic(&from_merged), deterministic(&csv));
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&shards);
+}
+
+/// Table 1: BE by K, mean and s.d. over the two seeds, paper value beside.
+fn assert_table1_holds_be_by_k(results: &Results, table: &[CsvEntry], csv: &str) {
     for (label, k, paper) in [("is", 2, 2.13), ("spectr", 3, 1.89), ("specinfer", 2, 1.76)] {
         let cells = seeds_of(&results.rows, label, k);
         assert_eq!(cells.len(), 2);
@@ -123,7 +145,10 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         assert!((entry.4.unwrap() - standard_deviation(&be).unwrap()).abs() < 1e-12);
         assert_eq!(entry.5, Some(paper));
     }
-    // Table 2: the two IS truncations, BE and TR % vs SD.
+}
+
+/// Table 2: the two IS truncations, BE and TR % vs SD.
+fn assert_table2_holds_the_is_truncations(results: &Results, table: &[CsvEntry], csv: &str) {
     let m10 = seeds_of(&results.rows, "is:m=10", 2);
     let tr: Vec<f64> = m10
         .iter()
@@ -137,7 +162,10 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         .unwrap_or_else(|| panic!("no Table 2 entry:\n{csv}"));
     assert!((entry.3.unwrap() - mean(&tr)).abs() < 1e-9);
     assert_eq!(entry.5, Some(-0.57));
-    // Table 3: acceptance per scheme, and P* from the IS cells' nodes.
+}
+
+/// Table 3: acceptance per scheme, and P* from the IS cells' nodes.
+fn assert_table3_holds_acceptance_and_pstar(results: &Results, table: &[CsvEntry], csv: &str) {
     let is3 = seeds_of(&results.rows, "is", 3);
     let pstar: Vec<f64> = is3.iter().map(|r| r.mean_pstar.unwrap()).collect();
     let entry = table
@@ -156,17 +184,23 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         .unwrap();
     assert!((entry.3.unwrap() - mean(&accept)).abs() < 1e-12);
     assert_eq!(entry.5, Some(0.6246));
-    // Synthetic models, 2 prompts, 10 tokens: every row with a paper value is marked.
+}
+
+/// Synthetic models, 2 prompts, 10 tokens: every row with a paper value is
+/// marked, in Markdown and in LaTeX.
+fn assert_setup_differences_are_marked(report: &Report) {
     assert!(!report.setup_differences.is_empty());
-    let markdown = render(&report, Format::Markdown);
+    let markdown = render(report, Format::Markdown);
     assert!(markdown.contains("| is:m=40:s=5 † |"), "{markdown}");
     assert!(markdown.contains("[paper 2.130 ± 0.050]"), "{markdown}");
     assert!(markdown.contains("not shown: Table 4"), "{markdown}");
-    let latex = render(&report, Format::Latex);
+    let latex = render(report, Format::Latex);
     assert!(latex.contains("\\begin{tabular}") && latex.contains("$^\\dagger$"));
+}
 
-    // The same tables from shards merged back.
-    let shards = scratch("e3-shards");
+/// The E3-like sweep run as two shards under `shards`, merged: the report
+/// CSV from the two shards loaded together, and from the merged run.
+fn reports_from_shards_and_merged(shards: &Path) -> (String, String) {
     for i in 1..=2 {
         run_into(
             e3_like(),
@@ -185,18 +219,7 @@ fn tables_hold_the_runs_numbers_beside_the_published_ones() {
         Format::Csv,
     );
     let from_merged = render(&build_report(&load(&[merged]).unwrap()), Format::Csv);
-    // Block efficiency and acceptance do not depend on sharding; token rates do (timing).
-    let deterministic = |text: &str| -> Vec<String> {
-        entries(text)
-            .into_iter()
-            .filter(|e| e.0.starts_with("table1") || e.0.starts_with("table3"))
-            .map(|e| format!("{}|{}|{}|{:?}", e.0, e.1, e.2, e.3))
-            .collect()
-    };
-    assert_eq!(deterministic(&from_shards), deterministic(&from_merged));
-    assert_eq!(deterministic(&from_merged), deterministic(&csv));
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_dir_all(&shards);
+    (from_shards, from_merged)
 }
 
 /// The Table 3 entry (measured mean) of `row` at `column` in panel `temp`.

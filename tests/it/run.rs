@@ -197,63 +197,14 @@ fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_specbench"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    kill_once_three_cells_are_written(&args, &cells);
     let plan = Plan::build(&config).unwrap();
-    let started = Instant::now();
-    loop {
-        let done =
-            std::fs::read_to_string(&cells).map_or(0, |t| t.lines().count().saturating_sub(1));
-        if done >= 3 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no cells written"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
     let before = read_rows(&cells, false).unwrap();
     assert!(
         before.len() < plan.cells.len(),
         "the run finished before it could be killed"
     );
-    // A kill between a cell's generation lines and its cells.csv row leaves
-    // lines of a cell that cells.csv does not list (and perhaps a cut line):
-    // made here deterministically, the resume must drop them.
-    let generations = out.join("generations.jsonl");
-    let finished: std::collections::BTreeSet<&str> =
-        before.iter().map(|r| r.cell_id.as_str()).collect();
-    let unfinished = plan
-        .cells
-        .iter()
-        .find(|c| !finished.contains(c.id.as_str()))
-        .unwrap();
-    let mut orphan: Vec<GenerationLine> = read_lines(&generations)
-        .unwrap()
-        .into_iter()
-        .filter(|l| l.cell_id == before[0].cell_id)
-        .collect();
-    for line in &mut orphan {
-        line.cell_id = unfinished.id.clone();
-        line.tokens.push(7); // not what the cell will generate
-    }
-    let mut text = std::fs::read_to_string(&generations).unwrap();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
-    }
-    for line in &orphan {
-        text += &serde_json::to_string(line).unwrap();
-        text.push('\n');
-    }
-    text += "{\"cell_id\":\"cut";
-    std::fs::write(&generations, text).unwrap();
+    plant_orphan_and_cut_lines(&out.join("generations.jsonl"), &before, &plan);
     let resumed = specbench(&[
         "run",
         config_path.to_str().unwrap(),
@@ -277,18 +228,87 @@ fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
     // numbers an uninterrupted run gives (the streams are per cell and prompt).
     assert_eq!(&after[..before.len()], before.as_slice());
     let resumed_lines = assert_one_generation_per_cell_and_prompt(&out);
-    let fresh = run(&options(config, &dir.join("fresh"))).unwrap();
+    assert_an_uninterrupted_run_gives_the_same(config, &dir.join("fresh"), &after, resumed_lines);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `specbench args` and SIGKILLs it once `cells` lists three cells
+/// (within two minutes).
+fn kill_once_three_cells_are_written(args: &[&str], cells: &Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let done =
+            std::fs::read_to_string(cells).map_or(0, |t| t.lines().count().saturating_sub(1));
+        if done >= 3 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no cells written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+/// A kill between a cell's generation lines and its cells.csv row leaves
+/// lines of a cell that cells.csv does not list (and perhaps a cut line):
+/// made here deterministically, the resume must drop them.
+fn plant_orphan_and_cut_lines(generations: &Path, before: &[CellRow], plan: &Plan) {
+    let finished: std::collections::BTreeSet<&str> =
+        before.iter().map(|r| r.cell_id.as_str()).collect();
+    let unfinished = plan
+        .cells
+        .iter()
+        .find(|c| !finished.contains(c.id.as_str()))
+        .unwrap();
+    let mut orphan: Vec<GenerationLine> = read_lines(generations)
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.cell_id == before[0].cell_id)
+        .collect();
+    for line in &mut orphan {
+        line.cell_id = unfinished.id.clone();
+        line.tokens.push(7); // not what the cell will generate
+    }
+    let mut text = std::fs::read_to_string(generations).unwrap();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+    }
+    for line in &orphan {
+        text += &serde_json::to_string(line).unwrap();
+        text.push('\n');
+    }
+    text += "{\"cell_id\":\"cut";
+    std::fs::write(generations, text).unwrap();
+}
+
+/// Runs `config` uninterrupted into `fresh`: the resumed run's generations
+/// and rows (`after`, `resumed_lines`) must be the same.
+fn assert_an_uninterrupted_run_gives_the_same(
+    config: Config,
+    fresh_dir: &Path,
+    after: &[CellRow],
+    mut resumed_lines: Vec<GenerationLine>,
+) {
+    let fresh = run(&options(config, fresh_dir)).unwrap();
     // The generations of the resumed run are those of an uninterrupted one.
     let key = |l: &GenerationLine| (l.cell_id.clone(), l.prompt_index);
-    let mut fresh_lines = assert_one_generation_per_cell_and_prompt(&dir.join("fresh"));
-    let mut resumed_lines = resumed_lines;
+    let mut fresh_lines = assert_one_generation_per_cell_and_prompt(fresh_dir);
     fresh_lines.sort_by_key(key);
     resumed_lines.sort_by_key(key);
     for (r, f) in resumed_lines.iter().zip(&fresh_lines) {
         assert_eq!((&r.cell_id, &r.tokens), (&f.cell_id, &f.tokens));
     }
     let fresh = by_id(&fresh.rows);
-    for row in &after {
+    for row in after {
         let f = &fresh[&row.cell_id];
         assert_eq!(
             (row.tokens, row.rounds),
@@ -297,7 +317,6 @@ fn a_run_killed_mid_sweep_resumes_without_losing_or_duplicating_cells() {
             row.cell_id
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -558,13 +577,7 @@ fn random_weight_opt_shapes_run_end_to_end_without_a_download() {
 /// text (post-processed as E7 says) and the records' references.
 #[test]
 fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
-    use specbench::data::local::local_records;
-    use specbench::data::{Dataset, Selection};
-    use specbench::model::Tokenizer;
-    use specbench::quality::{corpus_bleu, postprocess, rouge_l};
-
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = root.join("models/tiny-opt-target");
     let text = std::fs::read_to_string(root.join("experiments/tiny.toml")).unwrap();
     let mut config = Config::from_toml(&text, "tiny").unwrap();
     config.sweep.schemes = vec!["specinfer".parse().unwrap()];
@@ -578,6 +591,33 @@ fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
     let out = scratch("tiny-text");
     run(&options(config, &out)).unwrap();
     let lines = assert_one_generation_per_cell_and_prompt(&out);
+    assert_each_text_is_its_ids_decoded(&lines, &root.join("models/tiny-opt-target"));
+    // The quality columns from the file alone.
+    let samples = root.join("data/samples");
+    let rows = read_rows(&out.join("cells.csv"), false).unwrap();
+    let mut checked = 0;
+    for row in &rows {
+        let Some((measured, recomputed)) = quality_from_generations(row, &lines, &samples) else {
+            // Dolly has no reference text: no quality columns.
+            assert_eq!((row.rouge_l, row.bleu), (None, None), "{}", row.cell_id);
+            continue;
+        };
+        assert!(
+            (measured - recomputed).abs() < 1e-12,
+            "{}: {measured} in cells.csv, {recomputed} from generations.jsonl",
+            row.cell_id
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "xsum and wmt18: target, SD and specinfer");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Each line's `text` is the target tokenizer's decoding of its ids before
+/// the EOS, without the `</s>` marker, and some text is there to check.
+fn assert_each_text_is_its_ids_decoded(lines: &[GenerationLine], target: &Path) {
+    use specbench::model::Tokenizer;
+
     let tokenizer = specbench::model::checkpoint::load_checkpoint(
         target.to_str().unwrap(),
         &Default::default(),
@@ -586,7 +626,7 @@ fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
     .tokenizer
     .unwrap();
     let eos = 2; // OPT's </s>
-    for line in &lines {
+    for line in lines {
         let text = line
             .text
             .as_deref()
@@ -623,53 +663,50 @@ fn generations_hold_the_scored_text_on_the_trained_tiny_pair() {
         lines.iter().any(|l| l.ended_at_eos),
         "no generation stopped at EOS: the EOS cut went unchecked"
     );
-    // The quality columns from the file alone.
-    let samples = root.join("data/samples");
-    let rows = read_rows(&out.join("cells.csv"), false).unwrap();
-    let mut checked = 0;
-    for row in &rows {
-        let dataset = row.dataset;
-        let field = match dataset {
-            Dataset::Xsum => "summary",
-            Dataset::Wmt18 => "en",
-            Dataset::Dolly => {
-                assert_eq!((row.rouge_l, row.bleu), (None, None), "{}", row.cell_id);
-                continue;
-            }
-        };
-        let records = local_records(dataset, &samples, Selection::First(row.prompts)).unwrap();
-        let mut cell: Vec<&GenerationLine> =
-            lines.iter().filter(|l| l.cell_id == row.cell_id).collect();
-        cell.sort_by_key(|l| l.prompt_index);
-        let hyps: Vec<String> = cell
-            .iter()
-            .map(|l| postprocess(l.text.as_deref().unwrap()))
-            .collect();
-        let refs: Vec<String> = cell
-            .iter()
-            .map(|l| {
-                let record = records.iter().find(|r| r.id == l.prompt_id).unwrap();
-                record.field(field).unwrap().to_string()
-            })
-            .collect();
-        let (measured, recomputed) = match dataset {
-            Dataset::Xsum => (
-                row.rouge_l.unwrap(),
-                hyps.iter()
-                    .zip(&refs)
-                    .map(|(h, r)| rouge_l(h, r))
-                    .sum::<f64>()
-                    / hyps.len() as f64,
-            ),
-            _ => (row.bleu.unwrap(), corpus_bleu(&hyps, &refs)),
-        };
-        assert!(
-            (measured - recomputed).abs() < 1e-12,
-            "{}: {measured} in cells.csv, {recomputed} from generations.jsonl",
-            row.cell_id
-        );
-        checked += 1;
-    }
-    assert_eq!(checked, 6, "xsum and wmt18: target, SD and specinfer");
-    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A row's quality column as cells.csv holds it, beside the same score
+/// recomputed from its lines' text (post-processed as E7 says) and the
+/// records' references: ROUGE-L for XSum, BLEU for WMT18; `None` for Dolly.
+fn quality_from_generations(
+    row: &CellRow,
+    lines: &[GenerationLine],
+    samples: &Path,
+) -> Option<(f64, f64)> {
+    use specbench::data::local::local_records;
+    use specbench::data::{Dataset, Selection};
+    use specbench::quality::{corpus_bleu, postprocess, rouge_l};
+
+    let dataset = row.dataset;
+    let field = match dataset {
+        Dataset::Xsum => "summary",
+        Dataset::Wmt18 => "en",
+        Dataset::Dolly => return None,
+    };
+    let records = local_records(dataset, samples, Selection::First(row.prompts)).unwrap();
+    let mut cell: Vec<&GenerationLine> =
+        lines.iter().filter(|l| l.cell_id == row.cell_id).collect();
+    cell.sort_by_key(|l| l.prompt_index);
+    let hyps: Vec<String> = cell
+        .iter()
+        .map(|l| postprocess(l.text.as_deref().unwrap()))
+        .collect();
+    let refs: Vec<String> = cell
+        .iter()
+        .map(|l| {
+            let record = records.iter().find(|r| r.id == l.prompt_id).unwrap();
+            record.field(field).unwrap().to_string()
+        })
+        .collect();
+    Some(match dataset {
+        Dataset::Xsum => (
+            row.rouge_l.unwrap(),
+            hyps.iter()
+                .zip(&refs)
+                .map(|(h, r)| rouge_l(h, r))
+                .sum::<f64>()
+                / hyps.len() as f64,
+        ),
+        _ => (row.bleu.unwrap(), corpus_bleu(&hyps, &refs)),
+    })
 }

@@ -27,8 +27,8 @@
 
 use crate::dist::Dist;
 
-use super::luce::LuceProgram;
 use super::items::{Group, family, groups, outer_targets};
+use super::luce::{LuceProgram, SolveReport};
 use super::prefix::h_star;
 
 /// Solver settings of the `optimal` scheme.
@@ -132,102 +132,56 @@ impl GlobalResolution {
         // Paper mode's marginal error is at most ‖∇_outer‖₁ + 2‖∇_inner‖₁ (the
         // inner error reappears in the rejection mass): half the tolerance
         // to the outer program, a quarter to the inner one.
-        let (outer_tolerance, inner_tolerance) =
-            (settings.tolerance / 2.0, settings.tolerance / 4.0);
-
-        // Outer program: groups of outer tokens, midpoint targets.
-        let outer_groups = groups(p, q, outer_tokens, n, settings.set_budget);
-        let outer_q: Vec<f64> = outer_groups.iter().map(|g| g.q).collect();
-        let outer_targets = outer_targets(&outer_groups, n, inner_mass);
-        let initial: Vec<f64> = outer_targets
-            .iter()
-            .zip(&outer_q)
-            .map(|(t, m)| t / m)
-            .collect();
-        let outer_family = family(&outer_q, inner_mass, n);
-        let mut outer = LuceProgram::new(outer_family, outer_targets, 0.0, initial);
-        let outer_report = outer.solve(outer_tolerance, settings.max_iterations);
-
-        // Inner program: groups of H* tokens with p > 0; targets p.
+        let outer = Side::outer(
+            p,
+            q,
+            outer_tokens,
+            n,
+            inner_mass,
+            settings.tolerance / 2.0,
+            settings,
+        );
         let positive: Vec<u32> = inner_tokens
             .iter()
             .copied()
             .filter(|&x| p.get(x) > 0.0)
             .collect();
         let null_mass: f64 = inner_mass - positive.iter().map(|&x| q.get(x)).sum::<f64>();
-        let inner_groups = groups(p, q, &positive, n, settings.set_budget);
-        let inner_q: Vec<f64> = inner_groups.iter().map(|g| g.q).collect();
-        let inner_targets: Vec<f64> = inner_groups.iter().map(|g| g.p).collect();
-        let inner_family = family(&inner_q, null_mass.max(0.0), n);
-        let initial = vec![1.0; inner_targets.len()];
-        let mut inner = LuceProgram::new(inner_family, inner_targets, 1.0, initial);
-        let inner_report = inner.solve(inner_tolerance, settings.max_iterations);
-
-        // Exact mode: no reject option; p_I is the inflow, split within a
-        // group in proportion to q.
-        let outer_inflow = outer.inflow_with(&outer.gamma, 0.0);
-        let inner_inflow = inner.inflow_with(&inner.gamma, 0.0);
-        let mut classes: Vec<(u32, Class, f64)> = Vec::with_capacity(q.support().len());
-        for (g, group) in outer_groups.iter().enumerate() {
-            for &x in &group.tokens {
-                let share = outer_inflow[g] * q.get(x) / group.q;
-                classes.push((x, Class::Outer(g as u16), share));
-            }
-        }
-        for (g, group) in inner_groups.iter().enumerate() {
-            for &x in &group.tokens {
-                let share = inner_inflow[g] * q.get(x) / group.q;
-                classes.push((x, Class::Inner(g as u16), share));
-            }
-        }
-        for &x in inner_tokens.iter().filter(|&&x| p.get(x) == 0.0) {
-            // Chosen only when every input is null: the first input is x.
-            classes.push((x, Class::Null, q.get(x) * null_mass.powi(n as i32 - 1)));
-        }
-        classes.sort_unstable_by_key(|c| c.0);
-        let intermediate: Vec<f64> = classes.iter().map(|c| c.2).collect();
-        let selection_acceptance: f64 = classes.iter().map(|c| p.get(c.0).min(c.2)).sum();
-
-        // Paper mode: the inner rule keeps its reject item.
-        let inner_paper = inner.inflow_with(&inner.gamma, 1.0);
-        let paper = PaperSlice {
+        let inner = Side::inner(
             p,
             q,
-            outer_groups: &outer_groups,
-            outer_targets: &outer.targets,
-            outer_inflow: &outer_inflow,
-            inner_groups: &inner_groups,
-            inner_inflow: &inner_paper,
-            inner_mass_n: inner_mass.powi(n as i32),
-        };
-        let residual = paper.residual(&classes);
-        let (paper_error, reject_mass) = paper.error(&residual);
-        let inner_gradient: Vec<f64> = inner_paper
-            .iter()
-            .zip(&inner.targets)
-            .map(|(a, b)| a - b)
-            .collect();
+            &positive,
+            n,
+            null_mass,
+            settings.tolerance / 4.0,
+            settings,
+        );
+
+        let classes = exact_classes(p, q, n, inner_tokens, null_mass, &outer, &inner);
+        let intermediate: Vec<f64> = classes.iter().map(|c| c.2).collect();
+        let selection_acceptance: f64 = classes.iter().map(|c| p.get(c.0).min(c.2)).sum();
+        let paper = PaperOutcome::new(p, q, n, inner_mass, &outer, &inner, &classes);
         let stats = GrStats {
             alpha_star,
             selection_acceptance,
-            gradient_l1: outer_report.gradient_l1 + inner_report.gradient_l1,
-            iterations: outer_report.iterations + inner_report.iterations,
-            sets: outer.family.len() + inner.family.len(),
-            outer_items: outer_groups.len(),
-            inner_items: inner_groups.len(),
-            grouped: outer_groups.len() < outer_tokens.len() || inner_groups.len() < positive.len(),
-            paper_error,
-            paper_acceptance: 1.0 - reject_mass,
-            outer_gradient_l1: outer_report.gradient_l1,
-            inner_gradient_l1: inner_gradient.iter().map(|g| g.abs()).sum(),
-            inner_gradient_sum: inner_gradient.iter().sum::<f64>().abs(),
+            gradient_l1: outer.report.gradient_l1 + inner.report.gradient_l1,
+            iterations: outer.report.iterations + inner.report.iterations,
+            sets: outer.program.family.len() + inner.program.family.len(),
+            outer_items: outer.groups.len(),
+            inner_items: inner.groups.len(),
+            grouped: outer.groups.len() < outer_tokens.len() || inner.groups.len() < positive.len(),
+            paper_error: paper.error,
+            paper_acceptance: 1.0 - paper.reject_mass,
+            outer_gradient_l1: outer.report.gradient_l1,
+            inner_gradient_l1: paper.inner_gradient_l1,
+            inner_gradient_sum: paper.inner_gradient_sum,
         };
         Self {
             classes: classes.iter().map(|c| (c.0, c.1)).collect(),
-            outer_gamma: outer.gamma,
-            inner_gamma: inner.gamma,
+            outer_gamma: outer.program.gamma,
+            inner_gamma: inner.program.gamma,
             intermediate,
-            residual,
+            residual: paper.residual,
             stats,
         }
     }
@@ -313,6 +267,158 @@ impl GlobalResolution {
     /// Paper mode's outer residual law `r`, normalised.
     pub fn residual(&self) -> &[(u32, f64)] {
         &self.residual
+    }
+}
+
+/// One side's Luce program (outside `H*`, or inside it), solved, with the
+/// groups of tokens its items stand for.
+struct Side {
+    groups: Vec<Group>,
+    program: LuceProgram,
+    report: SolveReport,
+    /// Each group's inflow without the reject item: exact mode's `p_I`
+    /// mass on the group (and paper mode's too on the outer side, which
+    /// has no reject item).
+    inflow: Vec<f64>,
+}
+
+impl Side {
+    /// Outer program: groups of outer tokens, midpoint targets, no reject
+    /// item; the weights start at target over mass.
+    fn outer(
+        p: &Dist,
+        q: &Dist,
+        tokens: &[u32],
+        n: usize,
+        inner_mass: f64,
+        tolerance: f64,
+        settings: &GrSettings,
+    ) -> Self {
+        let groups = groups(p, q, tokens, n, settings.set_budget);
+        let group_q: Vec<f64> = groups.iter().map(|g| g.q).collect();
+        let targets = outer_targets(&groups, n, inner_mass);
+        let initial: Vec<f64> = targets.iter().zip(&group_q).map(|(t, m)| t / m).collect();
+        let family = family(&group_q, inner_mass, n);
+        let mut program = LuceProgram::new(family, targets, 0.0, initial);
+        let report = program.solve(tolerance, settings.max_iterations);
+        let inflow = program.inflow_with(&program.gamma, 0.0);
+        Self {
+            groups,
+            program,
+            report,
+            inflow,
+        }
+    }
+
+    /// Inner program: groups of the `H*` tokens with `p > 0` (`positive`),
+    /// targets `p`, the reject item at weight 1; the null tokens' mass is
+    /// the rest of the sets' mass.
+    fn inner(
+        p: &Dist,
+        q: &Dist,
+        positive: &[u32],
+        n: usize,
+        null_mass: f64,
+        tolerance: f64,
+        settings: &GrSettings,
+    ) -> Self {
+        let groups = groups(p, q, positive, n, settings.set_budget);
+        let group_q: Vec<f64> = groups.iter().map(|g| g.q).collect();
+        let targets: Vec<f64> = groups.iter().map(|g| g.p).collect();
+        let family = family(&group_q, null_mass.max(0.0), n);
+        let initial = vec![1.0; targets.len()];
+        let mut program = LuceProgram::new(family, targets, 1.0, initial);
+        let report = program.solve(tolerance, settings.max_iterations);
+        let inflow = program.inflow_with(&program.gamma, 0.0);
+        Self {
+            groups,
+            program,
+            report,
+            inflow,
+        }
+    }
+}
+
+/// Exact mode's rule over `q`'s support, sorted by token: each token's
+/// class and its `p_I`. There is no reject option, so `p_I` is the inflow,
+/// split within a group in proportion to `q`.
+fn exact_classes(
+    p: &Dist,
+    q: &Dist,
+    n: usize,
+    inner_tokens: &[u32],
+    null_mass: f64,
+    outer: &Side,
+    inner: &Side,
+) -> Vec<(u32, Class, f64)> {
+    let mut classes: Vec<(u32, Class, f64)> = Vec::with_capacity(q.support().len());
+    for (g, group) in outer.groups.iter().enumerate() {
+        for &x in &group.tokens {
+            let share = outer.inflow[g] * q.get(x) / group.q;
+            classes.push((x, Class::Outer(g as u16), share));
+        }
+    }
+    for (g, group) in inner.groups.iter().enumerate() {
+        for &x in &group.tokens {
+            let share = inner.inflow[g] * q.get(x) / group.q;
+            classes.push((x, Class::Inner(g as u16), share));
+        }
+    }
+    for &x in inner_tokens.iter().filter(|&&x| p.get(x) == 0.0) {
+        // Chosen only when every input is null: the first input is x.
+        classes.push((x, Class::Null, q.get(x) * null_mass.powi(n as i32 - 1)));
+    }
+    classes.sort_unstable_by_key(|c| c.0);
+    classes
+}
+
+/// What paper mode's slice gives at a solved node: its residual law, its
+/// error and rejection mass, and the inner program's gradient with the
+/// reject item (what the slice's inner tuples follow).
+struct PaperOutcome {
+    residual: Vec<(u32, f64)>,
+    error: f64,
+    reject_mass: f64,
+    inner_gradient_l1: f64,
+    inner_gradient_sum: f64,
+}
+
+impl PaperOutcome {
+    fn new(
+        p: &Dist,
+        q: &Dist,
+        n: usize,
+        inner_mass: f64,
+        outer: &Side,
+        inner: &Side,
+        classes: &[(u32, Class, f64)],
+    ) -> Self {
+        // Paper mode: the inner rule keeps its reject item.
+        let inner_paper = inner.program.inflow_with(&inner.program.gamma, 1.0);
+        let paper = PaperSlice {
+            p,
+            q,
+            outer_groups: &outer.groups,
+            outer_targets: &outer.program.targets,
+            outer_inflow: &outer.inflow,
+            inner_groups: &inner.groups,
+            inner_inflow: &inner_paper,
+            inner_mass_n: inner_mass.powi(n as i32),
+        };
+        let residual = paper.residual(classes);
+        let (error, reject_mass) = paper.error(&residual);
+        let inner_gradient: Vec<f64> = inner_paper
+            .iter()
+            .zip(&inner.program.targets)
+            .map(|(a, b)| a - b)
+            .collect();
+        Self {
+            residual,
+            error,
+            reject_mass,
+            inner_gradient_l1: inner_gradient.iter().map(|g| g.abs()).sum(),
+            inner_gradient_sum: inner_gradient.iter().sum::<f64>().abs(),
+        }
     }
 }
 

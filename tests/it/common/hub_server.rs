@@ -224,6 +224,8 @@ fn split_id(rest: &str) -> Option<(String, &str)> {
     Some((format!("{org}/{name}"), tail))
 }
 
+/// One request's answer: a CDN blob, the API's repo info, or a file of a
+/// repo at a revision (`resolve/`).
 fn route(
     state: &mut State,
     path: &str,
@@ -235,48 +237,71 @@ fn route(
         return cdn(state, hash, range);
     }
     if let Some(rest) = path.strip_prefix("/api/") {
-        let (kind, rest) = rest.split_once('/').unwrap_or(("", ""));
-        let Some((id, tail)) = split_id(rest) else {
-            return not_found("RepoNotFound");
-        };
-        if tail.is_empty() {
-            // The repo alone (`/api/models/{id}`): does it exist at all.
-            return match state.repos.get(&format!("{kind}/{id}")) {
-                Some(_) => answer(200, &format!("{{\"id\":\"{id}\"}}")),
-                None => not_found("RepoNotFound"),
-            };
-        }
-        let Some(rev) = tail.strip_prefix("revision/") else {
-            return not_found("RepoNotFound");
-        };
-        let key = format!("{kind}/{id}");
-        let (sha, files) = match lookup(state, &key, &rev.replace("%2F", "/"), auth) {
-            Ok(found) => found,
-            Err(a) => return a,
-        };
-        let siblings: Vec<String> = files
-            .iter()
-            .map(|(name, bytes)| {
-                let lfs = if is_lfs(name) {
-                    format!(
-                        ",\"lfs\":{{\"sha256\":\"{}\",\"size\":{}}}",
-                        sha256(bytes),
-                        bytes.len()
-                    )
-                } else {
-                    String::new()
-                };
-                format!("{{\"rfilename\":\"{name}\",\"size\":{}{lfs}}}", bytes.len())
-            })
-            .collect();
-        return answer(
-            200,
-            &format!(
-                "{{\"id\":\"{id}\",\"sha\":\"{sha}\",\"siblings\":[{}]}}",
-                siblings.join(",")
-            ),
-        );
+        return api(state, rest, auth);
     }
+    resolve(state, path, range, auth, base)
+}
+
+/// `/api/{kind}/{id}` (does the repo exist) or
+/// `/api/{kind}/{id}/revision/{rev}` (its commit and files, as the hub's
+/// API lists them).
+fn api(state: &State, rest: &str, auth: Option<&str>) -> Answer {
+    let (kind, rest) = rest.split_once('/').unwrap_or(("", ""));
+    let Some((id, tail)) = split_id(rest) else {
+        return not_found("RepoNotFound");
+    };
+    if tail.is_empty() {
+        // The repo alone (`/api/models/{id}`): does it exist at all.
+        return match state.repos.get(&format!("{kind}/{id}")) {
+            Some(_) => answer(200, &format!("{{\"id\":\"{id}\"}}")),
+            None => not_found("RepoNotFound"),
+        };
+    }
+    let Some(rev) = tail.strip_prefix("revision/") else {
+        return not_found("RepoNotFound");
+    };
+    let key = format!("{kind}/{id}");
+    let (sha, files) = match lookup(state, &key, &rev.replace("%2F", "/"), auth) {
+        Ok(found) => found,
+        Err(a) => return a,
+    };
+    let siblings: Vec<String> = files
+        .iter()
+        .map(|(name, bytes)| sibling(name, bytes))
+        .collect();
+    answer(
+        200,
+        &format!(
+            "{{\"id\":\"{id}\",\"sha\":\"{sha}\",\"siblings\":[{}]}}",
+            siblings.join(",")
+        ),
+    )
+}
+
+/// One file as the API's `siblings` list gives it: name, size, and for an
+/// LFS file its sha256 (what the client checks the download against).
+fn sibling(name: &str, bytes: &[u8]) -> String {
+    let lfs = if is_lfs(name) {
+        format!(
+            ",\"lfs\":{{\"sha256\":\"{}\",\"size\":{}}}",
+            sha256(bytes),
+            bytes.len()
+        )
+    } else {
+        String::new()
+    };
+    format!("{{\"rfilename\":\"{name}\",\"size\":{}{lfs}}}", bytes.len())
+}
+
+/// `[datasets/]{id}/resolve/{rev}/{file}`: an LFS file redirects to the
+/// CDN, as the hub does; any other file is served here, ranged.
+fn resolve(
+    state: &State,
+    path: &str,
+    range: Option<&str>,
+    auth: Option<&str>,
+    base: &str,
+) -> Answer {
     let (kind, rest) = match path.strip_prefix("/datasets/") {
         Some(rest) => ("datasets", rest),
         None => ("models", path.trim_start_matches('/')),

@@ -261,15 +261,22 @@ fn water_level_max(atoms: &[(f64, f64)], total: f64) -> f64 {
     mu
 }
 
-impl WindowRule {
-    pub fn prepare(p: &Dist, q: &Dist, k: usize) -> Self {
-        let (order, inner_len, pstar) = h_star(p, q, k);
-        let c: f64 = order[..inner_len]
-            .iter()
-            .map(|&x| q.get(x))
-            .sum::<f64>()
-            .min(1.0);
-        let ck = c.powi(k as i32);
+/// Both regions' atoms, each region's in placement order (ascending
+/// `x/q`), with the two groups of tokens at the water levels.
+struct Atoms {
+    outer: Vec<Atom>,
+    inner: Vec<Atom>,
+    /// The outer group (index 0) and the inner one (index 1).
+    groups: [Group; 2],
+    /// Each position's group in `groups`, or [`NO_GROUP`].
+    group_of: Vec<u8>,
+}
+
+impl Atoms {
+    /// Steps 2 and 4's inputs: each token's target (water-filled to the
+    /// region's mass, `1 − c^K` outside `S*` and `c^K` inside), the tokens
+    /// at a water level gathered into their region's group.
+    fn new(p: &Dist, q: &Dist, order: &[u32], inner_len: usize, ck: f64) -> Self {
         let pq = |x: u32| (p.get(x), q.get(x));
         let inner: Vec<(f64, f64)> = order[..inner_len].iter().map(|&x| pq(x)).collect();
         let outer: Vec<(f64, f64)> = order[inner_len..].iter().map(|&x| pq(x)).collect();
@@ -305,59 +312,98 @@ impl WindowRule {
         }
         atoms_outer.extend(outer_group.atom());
         atoms_inner.extend(inner_group.atom());
-        // Ascending x/q, ties by position. One division per atom, made once:
-        // a single key is a total order, where cross-multiplied comparisons
-        // are not (rounding makes them intransitive at the water levels'
-        // ties). Positions are distinct, so an unstable sort is exact.
-        let by_density = |atoms: &mut Vec<Atom>| {
-            atoms.sort_unstable_by(|a, b| {
-                a.density
-                    .total_cmp(&b.density)
-                    .then(a.position.cmp(&b.position))
-            });
-        };
-        by_density(&mut atoms_outer);
-        by_density(&mut atoms_inner);
+        sort_by_density(&mut atoms_outer);
+        sort_by_density(&mut atoms_inner);
+        Atoms {
+            outer: atoms_outer,
+            inner: atoms_inner,
+            groups: [outer_group, inner_group],
+            group_of,
+        }
+    }
+}
+
+/// Ascending x/q, ties by position. One division per atom, made once:
+/// a single key is a total order, where cross-multiplied comparisons
+/// are not (rounding makes them intransitive at the water levels'
+/// ties). Positions are distinct, so an unstable sort is exact.
+fn sort_by_density(atoms: &mut [Atom]) {
+    atoms.sort_unstable_by(|a, b| {
+        a.density
+            .total_cmp(&b.density)
+            .then(a.position.cmp(&b.position))
+    });
+}
+
+/// `(token, position)` for every position of `order`, by token, as
+/// `token << 32 | position` (a comparison sort of a whole vocabulary's
+/// worth of pairs cost more than the placement).
+fn tokens_by_id(order: &[u32]) -> Vec<u64> {
+    sort_keyed_indices(
+        order
+            .iter()
+            .enumerate()
+            .map(|(position, &token)| (token as u64) << 32 | position as u64)
+            .collect(),
+    )
+}
+
+impl WindowRule {
+    pub fn prepare(p: &Dist, q: &Dist, k: usize) -> Self {
+        let (order, inner_len, pstar) = h_star(p, q, k);
+        let c: f64 = order[..inner_len]
+            .iter()
+            .map(|&x| q.get(x))
+            .sum::<f64>()
+            .min(1.0);
+        let atoms = Atoms::new(p, q, &order, inner_len, c.powi(k as i32));
         let mut placement = Placement::new(order.len() + 2);
-        place((c, 1.0), &atoms_outer, k, &mut placement);
-        place((0.0, c), &atoms_inner, k, &mut placement);
-        // `(token, position)` by token, as `token << 32 | position` (a
-        // comparison sort of a whole vocabulary's worth of pairs cost more
-        // than the placement).
-        let tokens = sort_keyed_indices(
-            order
-                .iter()
-                .enumerate()
-                .map(|(position, &token)| (token as u64) << 32 | position as u64)
-                .collect(),
-        );
+        place((c, 1.0), &atoms.outer, k, &mut placement);
+        place((0.0, c), &atoms.inner, k, &mut placement);
         let mut rule = WindowRule {
             k,
-            tokens: Vec::with_capacity(tokens.len()),
-            pieces: placement.pieces,
-            lengths: Vec::with_capacity(tokens.len()),
-            intermediate: Vec::with_capacity(tokens.len()),
+            tokens: Vec::with_capacity(order.len()),
+            pieces: Vec::new(),
+            lengths: Vec::with_capacity(order.len()),
+            intermediate: Vec::with_capacity(order.len()),
             selection_acceptance: 0.0,
             pstar,
         };
-        let groups = [&outer_group, &inner_group];
+        rule.read_placement(p, q, &order, &atoms, placement);
+        rule
+    }
+
+    /// Step 5: each token's pieces, their total length and its `p_I`,
+    /// recomputed from the pieces actually placed, so that the output law
+    /// is `p` whatever the roots' rounding.
+    fn read_placement(
+        &mut self,
+        p: &Dist,
+        q: &Dist,
+        order: &[u32],
+        atoms: &Atoms,
+        placement: Placement,
+    ) {
+        let k = self.k;
+        self.pieces = placement.pieces;
         let pieces_length =
             |parts: &[(f64, f64)]| -> f64 { parts.iter().map(|(l, h)| h - l).sum() };
         let pieces_mass = |parts: &[(f64, f64)]| -> f64 {
             parts.iter().map(|&(l, h)| winning_mass(l, h, k)).sum()
         };
+        let groups = &atoms.groups;
         // Each group's pieces' length and winning mass, once for all members.
-        let group_totals = groups.map(|group| {
+        let group_totals = groups.each_ref().map(|group| {
             let (start, end) = placement.ranges[group.slot];
-            let parts = &rule.pieces[start..end];
+            let parts = &self.pieces[start..end];
             (pieces_length(parts), pieces_mass(parts))
         });
-        for key in tokens {
+        for key in tokens_by_id(order) {
             let (token, position) = ((key >> 32) as u32, key as u32 as usize);
-            let g = group_of[position] as usize;
+            let g = atoms.group_of[position] as usize;
             let (start, end) = placement.ranges[groups.get(g).map_or(position, |group| group.slot)];
-            let parts = &rule.pieces[start..end];
-            rule.tokens.push((token, start, end));
+            let parts = &self.pieces[start..end];
+            self.tokens.push((token, start, end));
             // A member wins its share `q_a / q(group)` of the group's mass.
             let (length, mass) = match groups.get(g) {
                 Some(group) => (
@@ -366,11 +412,10 @@ impl WindowRule {
                 ),
                 None => (pieces_length(parts), pieces_mass(parts)),
             };
-            rule.lengths.push(length);
-            rule.intermediate.push(mass);
-            rule.selection_acceptance += p.get(token).min(mass);
+            self.lengths.push(length);
+            self.intermediate.push(mass);
+            self.selection_acceptance += p.get(token).min(mass);
         }
-        rule
     }
 
     fn position(&self, token: u32) -> Option<usize> {
