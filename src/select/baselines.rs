@@ -55,7 +55,7 @@ struct NssPrepared<'a> {
 
 impl Scheme for Nss {
     fn id(&self) -> &'static str {
-        "nss"
+        NSS.id
     }
 
     fn prepare_node<'a>(
@@ -101,7 +101,7 @@ struct SdFirstPrepared<'a> {
 
 impl Scheme for SdFirst {
     fn id(&self) -> &'static str {
-        "sd_first"
+        SD_FIRST.id
     }
 
     fn prepare_node<'a>(

@@ -28,7 +28,7 @@ pub struct Block;
 
 impl Scheme for Block {
     fn id(&self) -> &'static str {
-        "block"
+        ENTRY.id
     }
 
     fn decoding(&self) -> Decoding {

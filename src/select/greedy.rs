@@ -29,7 +29,7 @@ pub struct Greedy;
 
 impl Scheme for Greedy {
     fn id(&self) -> &'static str {
-        "greedy"
+        ENTRY.id
     }
 
     fn draft_law(&self) -> DraftLaw {
@@ -37,11 +37,12 @@ impl Scheme for Greedy {
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
-        require_identical("greedy", drafts)?;
+        require_identical(ENTRY.id, drafts)?;
         let vocab = drafts.law(0).vocab();
         if drafts.k() > vocab {
             return fail(format!(
-                "greedy drafts K distinct tokens, but K = {} exceeds the vocabulary ({vocab}): use K <= V",
+                "{} drafts K distinct tokens, but K = {} exceeds the vocabulary ({vocab}): use K <= V",
+                ENTRY.id,
                 drafts.k()
             ));
         }

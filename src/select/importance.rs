@@ -81,7 +81,7 @@ impl ImportanceSampling {
 
 impl Scheme for ImportanceSampling {
     fn id(&self) -> &'static str {
-        "is"
+        ENTRY.id
     }
 
     fn label(&self) -> String {

@@ -419,7 +419,7 @@ impl Default for Ersd {
 
 impl Scheme for Ersd {
     fn id(&self) -> &'static str {
-        "ersd"
+        ENTRY.id
     }
 
     fn label(&self) -> String {
@@ -446,9 +446,10 @@ impl Scheme for Ersd {
         _p: &'a Dist,
         _drafts: &Drafts<'a>,
     ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
-        fail(
-            "ersd shares its randomness with the drafter, so it has no node rule on fresh coins: run it in decode (specbench run) or check it with specbench verify --schemes ersd",
-        )
+        fail(format!(
+            "{id} shares its randomness with the drafter, so it has no node rule on fresh coins: run it in decode (specbench run) or check it with specbench verify --schemes {id}",
+            id = ENTRY.id
+        ))
     }
 }
 

@@ -35,7 +35,7 @@ pub struct Rsd;
 
 impl Scheme for Rsd {
     fn id(&self) -> &'static str {
-        "rsd"
+        ENTRY.id
     }
 
     fn draft_law(&self) -> DraftLaw {
@@ -43,7 +43,7 @@ impl Scheme for Rsd {
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
-        require_identical("rsd", drafts)
+        require_identical(ENTRY.id, drafts)
     }
 
     fn prepare_node<'a>(

@@ -27,7 +27,7 @@ pub struct Single;
 
 impl Scheme for Single {
     fn id(&self) -> &'static str {
-        "single"
+        ENTRY.id
     }
 
     fn max_drafts(&self) -> Option<usize> {
@@ -38,7 +38,10 @@ impl Scheme for Single {
         if drafts.k() == 1 {
             Ok(())
         } else {
-            fail("single takes exactly one draft: use K = 1, or a multi-draft scheme")
+            fail(format!(
+                "{} takes exactly one draft: use K = 1, or a multi-draft scheme",
+                ENTRY.id
+            ))
         }
     }
 

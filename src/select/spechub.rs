@@ -35,7 +35,7 @@ pub struct SpecHub;
 
 impl Scheme for SpecHub {
     fn id(&self) -> &'static str {
-        "spechub"
+        ENTRY.id
     }
 
     fn draft_law(&self) -> DraftLaw {
@@ -43,16 +43,20 @@ impl Scheme for SpecHub {
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
-        require_identical("spechub", drafts)?;
+        require_identical(ENTRY.id, drafts)?;
         let vocab = drafts.law(0).vocab();
         if drafts.k() > 2 {
             return fail(format!(
-                "spechub drafts the hub token and one more: use K = 2 (or 1), not K = {}",
+                "{} drafts the hub token and one more: use K = 2 (or 1), not K = {}",
+                ENTRY.id,
                 drafts.k()
             ));
         }
         if drafts.k() == 2 && vocab < 2 {
-            return fail("spechub drafts two distinct tokens: use a vocabulary of at least 2");
+            return fail(format!(
+                "{} drafts two distinct tokens: use a vocabulary of at least 2",
+                ENTRY.id
+            ));
         }
         Ok(())
     }

@@ -30,7 +30,7 @@ pub struct SpecInfer;
 
 impl Scheme for SpecInfer {
     fn id(&self) -> &'static str {
-        "specinfer"
+        ENTRY.id
     }
 
     fn prepare_node<'a>(

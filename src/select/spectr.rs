@@ -43,18 +43,18 @@ pub struct SpecTr {
 
 impl Scheme for SpecTr {
     fn id(&self) -> &'static str {
-        "spectr"
+        ENTRY.id
     }
 
     fn label(&self) -> String {
         match self.rho {
-            Some(rho) => format!("spectr:rho={rho}"),
-            None => "spectr".into(),
+            Some(rho) => format!("{}:rho={rho}", ENTRY.id),
+            None => ENTRY.id.into(),
         }
     }
 
     fn supports(&self, drafts: &Drafts) -> Result<(), SchemeError> {
-        require_identical("spectr", drafts)
+        require_identical(ENTRY.id, drafts)
     }
 
     fn prepare_node<'a>(
@@ -70,7 +70,8 @@ impl Scheme for SpecTr {
             Some(rho) if rho >= star => rho,
             Some(rho) => {
                 return fail(format!(
-                    "spectr rho={rho} is below rho*={star:.6} for this node, which biases the output: use rho >= rho* or leave rho unset"
+                    "{} rho={rho} is below rho*={star:.6} for this node, which biases the output: use rho >= rho* or leave rho unset",
+                    ENTRY.id
                 ));
             }
         };

@@ -98,7 +98,7 @@ impl Default for Traversal {
 
 impl Scheme for Traversal {
     fn id(&self) -> &'static str {
-        "traversal"
+        ENTRY.id
     }
 
     fn label(&self) -> String {

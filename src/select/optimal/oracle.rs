@@ -97,7 +97,7 @@ pub struct Optimal {
 
 impl Scheme for Optimal {
     fn id(&self) -> &'static str {
-        "optimal"
+        ENTRY.id
     }
 
     fn label(&self) -> String {
