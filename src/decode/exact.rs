@@ -41,9 +41,10 @@ pub fn round_law(
             return traversal_round_law(models, scheme, mode, prompt, length);
         }
         Decoding::Race(_) => {
-            return fail(
-                "ersd rounds are a deterministic function of the shared race: test them against race sampling",
-            );
+            return fail(format!(
+                "{} rounds are a deterministic function of the shared race: test them against race sampling",
+                scheme.id()
+            ));
         }
     }
     let k = drafts_used(scheme, models.drafts);

@@ -140,19 +140,18 @@ pub fn generate(
     config: &DecodeConfig,
     rng: &mut SpecRng,
 ) -> Result<Generation> {
-    match scheme.decoding() {
+    let decoding = scheme.decoding();
+    if decoding.needs_identical_drafts() && !config.identical_drafts() {
+        bail!(
+            "{} needs identical drafts (one draft temperature)",
+            scheme.id()
+        );
+    }
+    match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
-        Decoding::Race(tree) => {
-            if !config.identical_drafts() {
-                bail!("ersd needs identical drafts (one draft temperature)");
-            }
-            race::generate(target, draft, prompt, tree, config, rng)
-        }
+        Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
         Decoding::Block => block::generate(target, draft, prompt, config, rng),
         Decoding::Traversal(tree) => {
-            if !config.identical_drafts() {
-                bail!("traversal needs identical drafts (one draft temperature)");
-            }
             traversal::generate(target, draft, prompt, scheme, tree, config, rng)
         }
     }

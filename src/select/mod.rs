@@ -173,6 +173,28 @@ pub enum Decoding {
     Traversal(traversal::TreeMode),
 }
 
+/// What the engine and the checks ask of a decoding, so that no caller
+/// matches on its variants: a new sequence-level decoder answers here.
+impl Decoding {
+    /// It decides over a whole round, not node by node: its exactness is
+    /// a round law (`decode::exact`), and it has no node rule to enumerate.
+    pub fn decides_whole_rounds(self) -> bool {
+        matches!(self, Decoding::Block | Decoding::Traversal(_))
+    }
+
+    /// Drafter and verifier share their randomness (ERSD's races): there is
+    /// no node rule on fresh coins, so it is checked against its own race
+    /// sampling and rank law instead.
+    pub fn shares_drafter_randomness(self) -> bool {
+        matches!(self, Decoding::Race(_))
+    }
+
+    /// It drafts its K rows from one law (one draft temperature).
+    pub fn needs_identical_drafts(self) -> bool {
+        matches!(self, Decoding::Race(_) | Decoding::Traversal(_))
+    }
+}
+
 /// A token-level selection scheme (see the module docs for the protocol).
 pub trait Scheme: Send + Sync + fmt::Debug {
     /// The registry name (`single`, `specinfer`, `is`, …).

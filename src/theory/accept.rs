@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::dist::Dist;
 use crate::select::race::{landing_probability, rank_law};
-use crate::select::{Decoding, DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
+use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 
 use super::{ENUMERATION_LIMIT, exact_outcome, optimum};
 
@@ -226,7 +226,7 @@ fn row(
 ) -> Result<AcceptRow, String> {
     let law = scheme.draft_law();
     let context = |e: crate::select::SchemeError| format!("{name}: {e}");
-    if matches!(scheme.decoding(), Decoding::Race(_)) {
+    if scheme.decoding().shares_drafter_randomness() {
         let ranks = rank_law(p, drafts.law(0), drafts.k());
         return Ok(AcceptRow {
             scheme: name.to_string(),

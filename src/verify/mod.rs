@@ -181,7 +181,7 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
-    if matches!(scheme.decoding(), crate::select::Decoding::Race(_)) {
+    if scheme.decoding().shares_drafter_randomness() {
         return race::check_race_scheme(scheme, options);
     }
     let instances = instances_for(scheme, options.seed, options.instances);

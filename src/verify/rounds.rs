@@ -6,7 +6,7 @@
 //! own law.
 
 use crate::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
-use crate::select::{Decoding, Scheme, drafts_used};
+use crate::select::{Scheme, drafts_used};
 
 use super::EXACT;
 use super::instances::{Special, TreeInstance};
@@ -21,7 +21,7 @@ pub struct RoundSummary {
 
 /// Whether a scheme decides over a whole round rather than node by node.
 pub fn is_sequence_level(scheme: &dyn Scheme) -> bool {
-    matches!(scheme.decoding(), Decoding::Block | Decoding::Traversal(_))
+    scheme.decoding().decides_whole_rounds()
 }
 
 /// `(V, K, L)` shapes small enough to enumerate every drafted round
