@@ -4,8 +4,9 @@
 
 use anyhow::Result;
 
+use super::round::process;
 use super::round::{Session, draft_call};
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, process};
+use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts};
 use crate::dist::Dist;
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use anyhow::Result;
 
-use super::process;
+use super::round::process;
 use crate::dist::{Dist, Processing};
 use crate::model::Logits;
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use super::drafts_of;
+use super::round::drafts_of;
 use crate::dist::Dist;
 use crate::select::block::BlockVerifier;
 use crate::select::traversal::{DraftTree, Traverser, TreeMode};

@@ -7,8 +7,11 @@
 //! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
 //! shared races over a drafted tree), [`block`] (block verification of
 //! one chain) and [`traversal`] (Traversal Verification of the K chains'
-//! tree); the steps they share are in `round`. [`autoregressive`] is
-//! the target-only baseline.
+//! tree); the steps of a round they share, from the processing of a row of
+//! logits to the rollback, are in `round`. [`autoregressive`] is the
+//! target-only baseline (`target_only`). This file holds what callers see:
+//! how to decode ([`DecodeConfig`]), what comes back ([`Generation`]) and
+//! the one dispatch on [`Decoding`].
 
 pub mod block;
 pub mod closed_forms;
@@ -16,20 +19,21 @@ mod draft_law;
 pub mod exact;
 pub mod race;
 mod round;
+mod target_only;
 pub mod traversal;
 pub mod walk;
 
-use std::time::Instant;
-
 use anyhow::{Result, bail};
 
-use crate::dist::{Dist, Processing};
-use crate::model::{CausalLm, Positions};
+use crate::dist::Processing;
+use crate::model::CausalLm;
 use crate::rng::SpecRng;
 use crate::select::race::RankHistogram;
-use crate::select::{Decoding, Drafts, Scheme};
+use crate::select::{Decoding, Scheme};
 
 pub use closed_forms::TokenAccepts;
+pub(crate) use round::drafts_of;
+pub use target_only::autoregressive;
 pub use walk::surviving_rows;
 
 /// How one prompt is decoded.
@@ -155,61 +159,4 @@ pub fn generate(
             traversal::generate(target, draft, prompt, scheme, tree, config, rng)
         }
     }
-}
-
-/// The target-only baseline: one target call per token.
-pub fn autoregressive(
-    target: &mut dyn CausalLm,
-    prompt: &[u32],
-    config: &DecodeConfig,
-    rng: &mut SpecRng,
-) -> Result<Generation> {
-    sample_target(target, prompt, config, |p, _| p.sample(rng.uniform()))
-}
-
-/// Target-only decoding, one call per token; `draw(p, position)` picks each
-/// token from the target law at its absolute output position.
-pub(crate) fn sample_target(
-    target: &mut dyn CausalLm,
-    prompt: &[u32],
-    config: &DecodeConfig,
-    mut draw: impl FnMut(&Dist, u64) -> u32,
-) -> Result<Generation> {
-    if prompt.is_empty() {
-        bail!("the prompt is empty: it needs at least the BOS token");
-    }
-    let eos = target.eos_token();
-    target.reset();
-    let mut context = prompt.to_vec();
-    let mut out = Generation::default();
-    let start = Instant::now();
-    while out.tokens.len() < config.max_new_tokens {
-        let logits = target.forward(&[&context[target.cached_len()..]], Positions::Last)?;
-        out.target_calls += 1;
-        let p = process(&config.target, logits.at(0, 0)?, "target")?;
-        out.rows_moved += logits.rows_moved();
-        let y = draw(&p, out.tokens.len() as u64);
-        out.tokens.push(y);
-        context.push(y);
-        if Some(y) == eos {
-            break;
-        }
-    }
-    out.seconds = start.elapsed().as_secs_f64();
-    Ok(out)
-}
-
-/// The drafts a node sees: one law K′ times, or one law per draft.
-pub(crate) fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
-    if identical {
-        Drafts::identical(laws[0], laws.len())
-    } else {
-        Drafts::independent(laws.to_vec())
-    }
-}
-
-pub(crate) fn process(processing: &Processing, logits: &[f32], which: &str) -> Result<Dist> {
-    processing
-        .apply(logits)
-        .map_err(|e| anyhow::anyhow!("{which} model: {e}"))
 }

@@ -24,8 +24,9 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
+use super::round::process;
 use super::round::{Descent, Session, draft_call};
-use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, process, surviving_rows};
+use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, surviving_rows};
 use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
@@ -372,7 +373,7 @@ pub fn race_autoregressive(
     rng: &mut SpecRng,
 ) -> Result<Generation> {
     let race = Race::new(rng.next_u64());
-    super::sample_target(target, prompt, config, |p, position| {
+    super::target_only::sample_target(target, prompt, config, |p, position| {
         race_winner(&race, position, p)
     })
 }

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::{DecodeConfig, Generation, RoundRecord, process};
-use crate::dist::Dist;
+use super::{DecodeConfig, Generation, RoundRecord};
+use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits, Positions};
+use crate::select::Drafts;
 
 /// What a generation carries from round to round.
 pub(crate) struct Session {
@@ -298,4 +299,20 @@ fn check_pair(
         );
     }
     Ok(())
+}
+
+/// The drafts a node sees: one law K′ times, or one law per draft.
+pub(crate) fn drafts_of<'a>(laws: &[&'a Dist], identical: bool) -> Drafts<'a> {
+    if identical {
+        Drafts::identical(laws[0], laws.len())
+    } else {
+        Drafts::independent(laws.to_vec())
+    }
+}
+
+/// `processing` of one row of logits, its errors naming the model.
+pub(crate) fn process(processing: &Processing, logits: &[f32], which: &str) -> Result<Dist> {
+    processing
+        .apply(logits)
+        .map_err(|e| anyhow::anyhow!("{which} model: {e}"))
 }

@@ -9,8 +9,9 @@ use std::rc::Rc;
 use anyhow::Result;
 
 use super::round::Session;
+use super::round::process;
 use super::walk::{Laws, Walker};
-use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts, process};
+use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts};
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
 use crate::select::Scheme;

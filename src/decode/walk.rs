@@ -10,7 +10,8 @@ use rayon::prelude::*;
 
 use super::draft_law::DraftLaw;
 use super::round::{Descent, Session, draft_call_kept};
-use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, drafts_of, process};
+use super::round::{drafts_of, process};
+use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts};
 use crate::dist::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
