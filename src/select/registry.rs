@@ -228,38 +228,58 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
     (entry.build)(&Args { entry, pairs })
 }
 
-/// A scheme as a config or flag names it (`is:m=20:s=10`), checked against
-/// the registry when parsed: it builds, so a plan can build it again
-/// without failing. Written back as given.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SchemeSpec(String);
+/// A scheme as a config or flag names it (`is:m=20:s=10`): its registry
+/// entry and the text, written back as given. Only made by parsing, which
+/// builds it once, so the entry is known and [`SchemeSpec::build`] is the
+/// same successful build again.
+#[derive(Clone)]
+pub struct SchemeSpec {
+    text: String,
+    entry: &'static Entry,
+}
 
 impl SchemeSpec {
     /// A built scheme's spec: its label with every parameter
     /// (`is:m=40:s=5`), as cell ids and `cells.csv` write it.
     pub fn of(scheme: &dyn Scheme) -> Self {
-        Self(scheme.label())
+        let entry = entry(scheme.id()).expect("a built scheme's id is a registry id");
+        Self {
+            text: scheme.label(),
+            entry,
+        }
     }
 
     /// The registry id (`is` of `is:m=40:s=5`; `single` of `sd`).
     pub fn id(&self) -> &'static str {
-        let name = self.0.split(':').next().unwrap_or_default();
-        entry(name)
-            .unwrap_or_else(|| panic!("{} was checked when parsed", self.0))
-            .id
+        self.entry.id
     }
 
     /// The parameters after the id (`m=40:s=5`), empty when none.
     pub fn params(&self) -> &str {
-        self.0.split_once(':').map_or("", |(_, params)| params)
+        self.text.split_once(':').map_or("", |(_, params)| params)
     }
 
+    /// The scheme; parsing built it from the same text already.
     pub fn build(&self) -> Box<dyn Scheme> {
-        build(&self.0).unwrap_or_else(|e| panic!("{} was checked when parsed: {e}", self.0))
+        build(&self.text).unwrap_or_else(|e| panic!("{} was built when parsed: {e}", self.text))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
+    }
+}
+
+impl PartialEq for SchemeSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for SchemeSpec {}
+
+impl fmt::Debug for SchemeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SchemeSpec({:?})", self.text)
     }
 }
 
@@ -267,14 +287,18 @@ impl std::str::FromStr for SchemeSpec {
     type Err = SchemeError;
 
     fn from_str(spec: &str) -> Result<Self, SchemeError> {
-        build(spec)?;
-        Ok(Self(spec.trim().to_string()))
+        let scheme = build(spec)?;
+        let entry = entry(scheme.id()).expect("a built scheme's id is a registry id");
+        Ok(Self {
+            text: spec.trim().to_string(),
+            entry,
+        })
     }
 }
 
 impl fmt::Display for SchemeSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
