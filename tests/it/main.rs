@@ -33,6 +33,7 @@ mod optimal_decode;
 mod optimal_window;
 mod parity;
 mod parity_cost;
+mod parity_smollm2;
 mod plot;
 mod quality;
 mod race;
