@@ -8,12 +8,13 @@ use clap::{Args, Parser, Subcommand};
 
 mod execute;
 mod output;
+mod overrides;
 mod run;
 
 pub use execute::execute;
+pub use overrides::OverrideFlags;
 
 use crate::data::Dataset;
-use crate::experiment::config::Overrides;
 use crate::experiment::plan::parse_shard;
 use crate::model::device::{DeviceChoice, Precision};
 
@@ -220,7 +221,7 @@ pub struct RunArgs {
     pub dry_run: bool,
     /// Overrides of the config's fields.
     #[command(flatten)]
-    pub overrides: Overrides,
+    pub overrides: OverrideFlags,
 }
 
 /// `specbench parity`: the config and the sweep's flags, then how many
@@ -247,7 +248,7 @@ pub struct ParityArgs {
     pub out: Option<PathBuf>,
     /// Overrides of the config's fields.
     #[command(flatten)]
-    pub overrides: Overrides,
+    pub overrides: OverrideFlags,
 }
 
 /// `specbench fetch`: a config and the same overrides `run` takes.
@@ -258,7 +259,7 @@ pub struct FetchArgs {
     /// Overrides of the config's fields (those that name models, revisions
     /// and datasets decide what is fetched).
     #[command(flatten)]
-    pub overrides: Overrides,
+    pub overrides: OverrideFlags,
 }
 
 #[derive(Debug, Args)]
@@ -423,7 +424,7 @@ pub struct BenchParityArgs {
     pub out: Option<PathBuf>,
     /// Overrides of the config's fields.
     #[command(flatten)]
-    pub overrides: Overrides,
+    pub overrides: OverrideFlags,
 }
 
 #[derive(Debug, Args)]

@@ -7,13 +7,13 @@ use crate::experiment::{Config, Overrides, RunOptions};
 use crate::report::{pooled_vs_sd, summary_table};
 
 use super::output::line;
-use super::{BenchParityArgs, FetchArgs, ParityArgs, RunArgs};
+use super::{BenchParityArgs, FetchArgs, OverrideFlags, ParityArgs, RunArgs};
 
 /// The config a path names (default: experiments/default.toml or the
 /// embedded copy) with the flags' overrides, and where it came from.
 fn load_config(
     config: Option<&PathBuf>,
-    overrides: &Overrides,
+    overrides: OverrideFlags,
 ) -> Result<(Config, String), String> {
     let (mut config, source) = match config {
         Some(path) => (
@@ -22,14 +22,14 @@ fn load_config(
         ),
         None => Config::default_experiment().map_err(line)?,
     };
-    overrides.apply(&mut config);
+    Overrides::from(overrides).apply(&mut config);
     Ok((config, source))
 }
 
 /// `specbench fetch`: downloads what the config needs, then prints the
 /// command that runs it offline (the same arguments after `run`).
 pub fn fetch_config(args: FetchArgs) -> Result<(), String> {
-    let (config, _) = load_config(args.config.path(), &args.overrides)?;
+    let (config, _) = load_config(args.config.path(), args.overrides)?;
     for fetched in crate::experiment::fetch::fetch(&config).map_err(line)? {
         println!("{fetched}");
     }
@@ -56,7 +56,7 @@ fn shell_quote(arg: &str) -> String {
 }
 
 pub fn run_experiment(args: RunArgs) -> Result<(), String> {
-    let (config, source) = load_config(args.config.path(), &args.overrides)?;
+    let (config, source) = load_config(args.config.path(), args.overrides)?;
     // Before anything runs: every pool takes this count from here on.
     crate::threads::configure(config.models.threads).map_err(line)?;
     let options = RunOptions {
@@ -112,7 +112,7 @@ pub fn run_experiment(args: RunArgs) -> Result<(), String> {
 /// `specbench parity`: the sweep's subjects (or a file's generations)
 /// tested end to end; exit 1 when a scheme fails or no mutant is caught.
 pub fn parity_check(args: ParityArgs) -> Result<std::process::ExitCode, String> {
-    let (config, _) = load_config(args.config.path(), &args.overrides)?;
+    let (config, _) = load_config(args.config.path(), args.overrides)?;
     crate::threads::configure(config.models.threads).map_err(line)?;
     let options = crate::parity::ParityOptions {
         config,
@@ -137,7 +137,7 @@ pub fn parity_check(args: ParityArgs) -> Result<std::process::ExitCode, String> 
 /// where a scheme failed, as `parity` does.
 pub fn bench_parity(args: BenchParityArgs) -> Result<std::process::ExitCode, String> {
     use crate::bench::parity::{cost_rows, cost_table, write_cost};
-    let (config, _) = load_config(args.config.path(), &args.overrides)?;
+    let (config, _) = load_config(args.config.path(), args.overrides)?;
     let threads = crate::threads::configure(config.models.threads).map_err(line)?;
     let out = (args.out)
         .unwrap_or_else(|| PathBuf::from("results").join(format!("bench-parity-{}", config.name)));

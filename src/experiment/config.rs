@@ -287,86 +287,38 @@ fn check_temperature(t: f64, field: &str) -> Result<()> {
     Ok(())
 }
 
-/// Command-line overrides of a config's fields (`specbench run`'s flags);
-/// `None` keeps the config's value. Each value is parsed once, by clap, into
-/// the config's own type.
-#[derive(Clone, Debug, Default, clap::Args)]
+/// Overrides of a config's fields, field by field (what `specbench run`'s
+/// flags give: `cli::overrides` defines them); `None` keeps the config's
+/// value.
+#[derive(Clone, Debug, Default)]
 pub struct Overrides {
-    /// Schemes (comma-separated, `name:key=value` for parameters).
-    #[arg(long, value_delimiter = ',')]
     pub schemes: Option<Vec<SchemeSpec>>,
-    /// Numbers of drafts K (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub drafts: Option<Vec<usize>>,
-    /// Tokens per draft per round (L).
-    #[arg(long)]
     pub draft_len: Option<usize>,
-    /// Identical-draft temperatures (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub draft_temps: Option<Vec<f64>>,
-    /// Non-identical draft temperature pairs, K = 2 (e.g. 1.2:1.6,1.2:2.0).
-    #[arg(long, value_delimiter = ',', value_parser = parse_temp_pair)]
+    /// Non-identical draft temperature pairs (K = 2).
     pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
-    #[arg(long)]
     pub target_temp: Option<f64>,
-    #[arg(long)]
     pub top_p: Option<f64>,
-    /// Top-k for both models (0: off).
-    #[arg(long)]
     pub top_k: Option<usize>,
-    /// Datasets (comma-separated: xsum, dolly, wmt18).
-    #[arg(long, value_delimiter = ',')]
     pub datasets: Option<Vec<Dataset>>,
-    /// Prompts per dataset.
-    #[arg(long)]
     pub prompts: Option<usize>,
-    /// Read prompts from local files (data.source = local): a JSONL or
-    /// parquet file, a folder of them (data/samples), or a hub-layout folder.
-    #[arg(long)]
+    /// Local prompt files: sets `data.source = local` and `data.path`.
     pub dataset_file: Option<String>,
-    #[arg(long)]
     pub max_new_tokens: Option<usize>,
-    /// Seeds (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub seeds: Option<Vec<u64>>,
-    /// cpu, cuda, cuda:N or auto.
-    #[arg(long)]
     pub device: Option<DeviceChoice>,
-    /// Target model: a Hugging Face id (facebook/opt-13b), a local directory, or
-    /// random:opt-<size>[@seed] (that OPT shape with random weights, for timing).
-    #[arg(long)]
     pub target: Option<String>,
-    /// Draft model: a Hugging Face id (facebook/opt-125m), a local directory, or
-    /// random:opt-<size>[@seed].
-    #[arg(long)]
     pub draft: Option<String>,
-    /// Hub revision (branch, tag or commit) of both models.
-    #[arg(long, conflicts_with_all = ["target_revision", "draft_revision"])]
+    /// The revision of both models; the per-model ones below win for theirs.
     pub revision: Option<String>,
-    /// Hub revision of the target alone (a commit of one repo means nothing in the other).
-    #[arg(long)]
     pub target_revision: Option<String>,
-    /// Hub revision of the draft alone.
-    #[arg(long)]
     pub draft_revision: Option<String>,
-    /// Re-quantize a GGUF draft at load: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k … q6_k.
-    #[arg(long)]
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
-    /// Cut prompts longer than this many tokens from the left (docs/datasets.md).
-    #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
-    /// Draw a seeded sample of each dataset's rows instead of the first ones.
-    #[arg(long)]
     pub sample_seed: Option<u64>,
-    /// Weight precision of real models: f32, f16 or bf16.
-    #[arg(long)]
     pub dtype: Option<Precision>,
-    /// CPU threads for every compute pool (rayon, candle, gemm); default:
-    /// all cores. Recorded in the manifest.
-    #[arg(long)]
     pub threads: Option<usize>,
-    /// Experiment name (the results/<name> directory).
-    #[arg(long)]
     pub name: Option<String>,
 }
 
@@ -429,22 +381,6 @@ impl Overrides {
     }
 }
 
-/// Parses `1.2:1.6` (or `1.2/1.6`) as a non-identical temperature pair.
-pub fn parse_temp_pair(text: &str) -> Result<[f64; 2], String> {
-    let parts: Vec<&str> = text.split([':', '/']).collect();
-    let parse = |s: &str| {
-        s.trim()
-            .parse::<f64>()
-            .map_err(|_| format!("'{text}' is not a temperature pair: write T1:T2, e.g. 1.2:1.6"))
-    };
-    match parts.as_slice() {
-        [a, b] => Ok([parse(a)?, parse(b)?]),
-        _ => Err(format!(
-            "'{text}' is not a temperature pair: write T1:T2, e.g. 1.2:1.6"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,8 +440,6 @@ mod tests {
                 .to_string()
                 .contains("draft_length")
         );
-        assert_eq!(parse_temp_pair("1.2:1.6").unwrap(), [1.2, 1.6]);
-        assert!(parse_temp_pair("1.2").is_err());
     }
 
     #[test]

@@ -381,3 +381,39 @@ pub(crate) fn require_identical(id: &str, drafts: &Drafts) -> Result<(), SchemeE
         ))
     }
 }
+
+// docs/extending.md's worked example of a scheme: the doc shows this file's
+// text (tests/it/doc_examples.rs), compiled here as if it were
+// `src/select/toy_first.rs` but not in `schemes!`, so no run offers it. The
+// test below checks it as its line in `schemes!` would.
+#[cfg(test)]
+#[path = "examples/toy_first.rs"]
+mod toy_first;
+
+#[cfg(test)]
+mod example_tests {
+    use super::registry::{Entry, entry};
+    use super::{SCHEMES, toy_first};
+    use crate::verify::{VerifyOptions, check_scheme};
+
+    /// What `toy_first: ENTRY;` in `schemes!` would ask of the example:
+    /// a name and a look no scheme has, a build at its defaults, and the
+    /// checks `specbench verify --schemes toy_first` runs (every small
+    /// instance enumerated to 1e-12, sampler consistency, G-tests at a
+    /// realistic node).
+    #[test]
+    fn the_example_scheme_registers_and_is_exact() {
+        let example: &'static Entry = &toy_first::ENTRY;
+        assert!(entry(example.id).is_none(), "{} is taken", example.id);
+        for other in SCHEMES {
+            assert_ne!(other.look, example.look, "{} has its look", other.id);
+        }
+        let scheme = example.build_default();
+        assert_eq!(scheme.id(), example.id);
+        let check = check_scheme(scheme.as_ref(), &VerifyOptions::default());
+        assert!(check.passed, "{:#?}", check.failures);
+        assert_eq!(check.enumeration.instances, 200);
+        assert!(check.enumeration.max_law_error < 1e-12);
+        assert!(!check.sampling.is_empty());
+    }
+}

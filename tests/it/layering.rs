@@ -101,3 +101,43 @@ fn the_check_sees_an_upward_import() {
     assert_eq!(found, vec![(1, "experiment".to_string())]);
     assert!(floor_of("experiment") > floor_of("model"));
 }
+
+/// clap belongs to the command line: the library below `cli` takes plain
+/// values (`experiment::Overrides`, which `cli::OverrideFlags` fills), so
+/// no file outside `src/cli/` and `main.rs` derives or names clap in code.
+#[test]
+fn only_the_command_line_uses_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let Some(module) = module_of(&src, file) else {
+            continue;
+        };
+        if module == "cli" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if ["clap::", "use clap", "#[arg(", "#[command("]
+                .iter()
+                .any(|needle| code.contains(needle))
+            {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(&src).unwrap().display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(files.len() > 100, "only {} source files found", files.len());
+    assert!(
+        found.is_empty(),
+        "clap outside src/cli/:\n{}",
+        found.join("\n")
+    );
+}

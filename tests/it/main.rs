@@ -13,6 +13,7 @@ mod cli;
 mod compare;
 mod data_local;
 mod data_parquet;
+mod doc_examples;
 mod doc_paths;
 mod exactness;
 mod failed_cells;

@@ -227,3 +227,73 @@ pub fn plot(inputs: &[PathBuf], out: &Path, formats: &[ImageFormat]) -> Result<P
     }
     Ok(PlotReport { written, skipped })
 }
+
+// docs/extending.md's worked example of a figure: the doc shows this file's
+// text (tests/it/doc_examples.rs), compiled here as if it were
+// `src/report/plot/select_time.rs` but not in `figures!`, so `plot` does
+// not draw it. The test below draws it as its line in `figures!` would.
+#[cfg(test)]
+#[path = "examples/select_time.rs"]
+mod select_time;
+
+#[cfg(test)]
+mod example_tests {
+    use std::path::PathBuf;
+
+    use super::{RUN_FIGURES, RunFigures, Skip, draw, load, select_time};
+
+    /// `select_time: select_time_figures;` in `figures!`: the example in
+    /// the list with the others, built from the reference run's rows
+    /// (`results/tiny`) and drawn.
+    #[test]
+    fn the_example_figure_builds_from_a_run_and_draws() {
+        let list: Vec<RunFigures> = (RUN_FIGURES.iter().copied())
+            .chain([select_time::select_time_figures as RunFigures])
+            .collect();
+        let run = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tiny");
+        let rows = load(&[run]).unwrap().rows;
+        let mut skipped = Vec::new();
+        let figures: Vec<_> = list.iter().flat_map(|f| f(&rows, &mut skipped)).collect();
+        let [figure] = &figures[..]
+            .iter()
+            .filter(|f| f.name == "select-time")
+            .collect::<Vec<_>>()[..]
+        else {
+            panic!("one select-time figure, got {figures:#?}");
+        };
+        assert!(skipped.iter().all(|s| s.name != "select-time"));
+        let timed: Vec<_> = rows
+            .iter()
+            .filter(|r| r.select_us_per_token.is_some())
+            .collect();
+        let series = figure.panels[0].series();
+        let labels = crate::report::in_order(timed.iter().map(|r| r.scheme_label()));
+        assert_eq!(series.len(), labels.len());
+        for (series, label) in series.iter().zip(&labels) {
+            assert_eq!(&series.label, label);
+            let ks = crate::report::in_order(
+                (timed.iter())
+                    .filter(|r| r.scheme_label() == *label)
+                    .map(|r| r.k as f64),
+            );
+            assert_eq!(series.points.len(), ks.len(), "{label}");
+            assert!(series.points.iter().all(|p| p.y > 0.0), "{label}");
+        }
+        assert_eq!(figure.legend.len(), labels.len());
+        let svg = draw::svg(figure).unwrap();
+        assert!(svg.contains("Selection time against K"));
+
+        let untimed: Vec<_> = (rows.iter().cloned())
+            .map(|mut r| {
+                r.select_us_per_token = None;
+                r
+            })
+            .collect();
+        let mut skipped = Vec::new();
+        assert!(select_time::select_time_figures(&untimed, &mut skipped).is_empty());
+        assert_eq!(
+            skipped,
+            [Skip::new("select-time", "no cell timed its selection")]
+        );
+    }
+}

@@ -11,6 +11,13 @@
 
 mod build;
 mod panel;
+// docs/extending.md's worked example of a table: the doc shows this file's
+// text (tests/it/doc_examples.rs), compiled here as if it were
+// `src/report/tables/select_time.rs` but not in `tables!`, so `report` does
+// not print it; `tests.rs` builds and renders it as its line would.
+#[cfg(test)]
+#[path = "examples/select_time.rs"]
+mod select_time;
 #[cfg(test)]
 mod tests;
 

@@ -1,71 +1,17 @@
 //! The builder on a toy table: the one docs/extending.md ("A table") walks
-//! through, so that the example there stays true.
+//! through (`select_time.rs`), so that the example there stays true.
+
+use std::path::PathBuf;
 
 use crate::data::Dataset;
 use crate::experiment::cell::{CellKind, TempSet};
 use crate::experiment::metrics::CellRow;
-use crate::report::table::{Entry, Stat, Unit};
+use crate::report::paper_tables::Report;
+use crate::report::render::{Format, render};
+use crate::report::results::load;
 
-use super::{AnyTable, Panel, Split, TableSpec};
-
-pub struct SelectTime;
-
-impl TableSpec for SelectTime {
-    /// A scheme label and its number of drafts.
-    type Row = (String, usize);
-    /// A draft temperature set.
-    type Column = TempSet;
-
-    const NAME: &'static str = "selection time by draft temperature";
-    const ID: &'static str = "select-time";
-    const TITLE: &'static str = "Selection time (µs per token) by draft temperature, {dataset}";
-    const NOTES: &'static [&'static str] = &["{sampling}; mean ± s.d. over seeds"];
-    const SPLIT: &'static [Split] = &[Split::Sampling, Split::Dataset];
-
-    fn reads(&self, cell: &CellRow) -> bool {
-        cell.select_us_per_token.is_some()
-    }
-
-    fn applies_to(&self, cells: &[&CellRow]) -> Result<(), String> {
-        match cells {
-            [] => Err("no cell timed its selection".into()),
-            _ => Ok(()),
-        }
-    }
-
-    fn columns(&self, panel: &Panel) -> Vec<(String, TempSet)> {
-        let temps = panel.temps().into_iter();
-        temps.map(|t| (format!("T={t}"), t)).collect()
-    }
-
-    /// One row per scheme and K that the panel holds, K ascending.
-    fn rows(&self, panel: &Panel) -> Vec<(String, (String, usize))> {
-        let mut rows = Vec::new();
-        for label in panel.labels() {
-            for k in panel.ks() {
-                if !panel.scheme_at(&label, k).is_empty() {
-                    rows.push((format!("{label}, K={k}"), (label.clone(), k)));
-                }
-            }
-        }
-        rows
-    }
-
-    fn cells<'a>(
-        &self,
-        panel: &Panel<'a>,
-        (label, k): &(String, usize),
-        temp: &TempSet,
-    ) -> Vec<&'a CellRow> {
-        panel.select(|r| r.scheme_label() == *label && r.k == *k && r.temp_set == *temp)
-    }
-
-    fn entry(&self, _: &Panel, _: &(String, usize), _: &TempSet, cells: &[&CellRow]) -> Entry {
-        let us: Vec<f64> = cells.iter().filter_map(|r| r.select_us_per_token).collect();
-        // Printed with three decimals, like block efficiency.
-        Entry::new(Stat::of(&us), Unit::Tokens)
-    }
-}
+use super::select_time::SelectTime;
+use super::{AnyTable, TABLES};
 
 fn cell(scheme: &str, k: usize, temp: f64, seed: u64, us: Option<f64>) -> CellRow {
     CellRow {
@@ -130,4 +76,59 @@ fn a_toy_table_gets_panels_rows_columns_and_seed_means() {
             "no cell timed its selection"
         )
     );
+}
+
+/// `select_time: SelectTime;` in `tables!`: the example in the list with
+/// the others, built from the reference run's rows (`results/tiny`) and
+/// rendered in every format.
+#[test]
+fn the_example_table_builds_from_a_run_and_renders() {
+    let list: Vec<&dyn AnyTable> = (TABLES.iter().copied())
+        .chain([&SelectTime as &dyn AnyTable])
+        .collect();
+    let run = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tiny");
+    let rows = load(&[run]).unwrap().rows;
+    let mut report = Report {
+        tables: Vec::new(),
+        skipped: Vec::new(),
+        setup_differences: Vec::new(),
+    };
+    for table in list {
+        match table.build(&rows, false) {
+            Ok(tables) => report.tables.extend(tables),
+            Err(skip) => report.skipped.push(skip),
+        }
+    }
+    assert!(
+        report
+            .skipped
+            .iter()
+            .all(|s| s.name != "selection time by draft temperature")
+    );
+    let ours: Vec<_> = (report.tables.iter())
+        .filter(|t| t.id.starts_with("select-time/"))
+        .collect();
+    // One table per sampling and dataset: the tiny run has one sampling.
+    let datasets = crate::report::in_order(rows.iter().map(|r| r.dataset));
+    assert_eq!(ours.len(), datasets.len());
+    for table in &ours {
+        assert!(!table.rows.is_empty(), "{}", table.id);
+        assert!(
+            (table.rows.iter()).all(|r| r.entries.iter().any(|e| e.measured.is_some())),
+            "{}",
+            table.id
+        );
+    }
+    let markdown = render(&report, Format::Markdown);
+    for dataset in datasets {
+        let title = format!("Selection time (µs per token) by draft temperature, {dataset}");
+        assert!(markdown.contains(&title), "{title}");
+    }
+    // LaTeX names each table by its id in a comment, CSV on every line.
+    for format in [Format::Latex, Format::Csv] {
+        let text = render(&report, format);
+        for table in &ours {
+            assert!(text.contains(&table.id), "{format:?}: {}", table.id);
+        }
+    }
 }
