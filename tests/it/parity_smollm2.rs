@@ -38,7 +38,11 @@ fn sd_on_smollm2_passes_and_its_target_temperature_mutant_is_caught() {
     .unwrap();
     let table = table(&report);
     let subjects: Vec<&str> = report.verdicts.iter().map(|v| v.subject.as_str()).collect();
-    assert_eq!(subjects.len(), 3, "target, SD and SD's mutant: {subjects:?}");
+    assert_eq!(
+        subjects.len(),
+        3,
+        "target, SD and SD's mutant: {subjects:?}"
+    );
     for v in report.verdicts.iter().filter(|v| v.role == Role::Scheme) {
         assert!(v.passes && v.outside == 0, "{v:?}\n{table}");
     }
