@@ -3,13 +3,13 @@
 //! Each fast path gives exactly what the plain code gives, and is tested so
 //! (docs/exactness.md, "The fast paths"):
 //! - certified top-p laws and draws from f32 estimates instead of every
-//!   token's exact weight (`dist::certified`), with their AVX2 kernels
-//!   (`dist::certified::kernels` picks them, or the portable ones);
+//!   token's exact weight (`laws::certified`), with their AVX2 kernels
+//!   (`laws::certified::kernels` picks them, or the portable ones);
 //! - 1 → K KV copies on the CPU that skip the positions a row already holds
 //!   (`model::kv_cache`);
 //! - draft laws built only when a scheme reads them (`decode::walk`);
 //! - the full path's own AVX/AVX2 loops (the largest logit, the exact
-//!   weights, the top-p candidates: `dist::weights`, `dist::processing`),
+//!   weights, the top-p candidates: `laws::weights`, `laws::processing`),
 //!   written to round exactly as their portable twins.
 //!
 //! The decoders' matmul kernels (`model::layers`) are not among them: their

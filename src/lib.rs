@@ -3,7 +3,7 @@
 //! Every module, by floor (a module uses its own floor or below; `tests`'
 //! layering check holds it, and docs/layout.md draws it):
 //!
-//! 1. [`dist`]: logits → processed f64 distributions, sampling;
+//! 1. [`laws`]: logits → processed f64 distributions, sampling;
 //!    [`rng`]: the seeded stream of uniforms; [`quality`]: ROUGE-L and BLEU
 //!    as the field's Python packages score them; [`threads`]: the thread
 //!    count every CPU pool uses, set once at start; [`hub`]: the Hugging
@@ -48,11 +48,11 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod decode;
-pub mod dist;
 pub mod experiment;
 pub mod fast;
 pub mod hub;
 pub mod inspect;
+pub mod laws;
 pub mod model;
 pub mod parity;
 pub mod quality;

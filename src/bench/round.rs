@@ -30,7 +30,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::bench::median;
 use crate::decode::{DecodeConfig, generate};
-use crate::dist::Processing;
+use crate::laws::Processing;
 use crate::model::kv_cache::KvCache;
 use crate::model::opt::opt_shape;
 use crate::model::synthetic::Role;
@@ -89,7 +89,7 @@ pub struct RoundBenchRow {
     /// cache appends; not a real model's time).
     pub model_ms: f64,
     /// How many of the cell's top-p laws the certified path left to the
-    /// full computation (`dist::top_p_fallbacks`).
+    /// full computation (`laws::top_p_fallbacks`).
     pub full_path_laws: usize,
 }
 
@@ -338,13 +338,13 @@ impl BenchModels {
     ) -> Result<RoundBenchRow> {
         let decode = cell.decode_config(options);
         let mut totals = Totals::default();
-        let fallbacks_before = crate::dist::top_p_fallbacks();
+        let fallbacks_before = crate::laws::top_p_fallbacks();
         for g in 0..options.generations {
             let mut rng = SpecRng::derive(options.seed, &[cell.k as u64, g as u64]);
             let prompt = self.random_prompt(cell.prompt_len, &mut rng);
             self.generation(&prompt, scheme, &decode, &mut rng, &mut totals)?;
         }
-        let full_path_laws = crate::dist::top_p_fallbacks() - fallbacks_before;
+        let full_path_laws = crate::laws::top_p_fallbacks() - fallbacks_before;
         Ok(totals.into_row(cell, full_path_laws))
     }
 

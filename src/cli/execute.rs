@@ -238,13 +238,13 @@ fn bench_models(args: BenchModelArgs) -> Result<(), String> {
 
 fn bench_rounds(args: BenchRoundArgs) -> Result<(), String> {
     crate::threads::configure(args.threads).map_err(line)?;
-    let processing = crate::dist::Processing {
+    let processing = crate::laws::Processing {
         top_p: args.top_p,
         ..Default::default()
     };
     processing.validate()?;
     for &temperature in &args.draft_temps {
-        crate::dist::Processing {
+        crate::laws::Processing {
             temperature,
             ..processing
         }

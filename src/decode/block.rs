@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::round::process;
 use super::round::{Session, draft_call};
 use super::{DecodeConfig, Generation, NodeRecord, RoundRecord, TokenAccepts};
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::block::{BlockRule, BlockVerifier};
@@ -97,7 +97,7 @@ fn verify(verifier: &BlockVerifier, rule: BlockRule, rng: &mut SpecRng) -> (usiz
     let tau = verifier.keep_with(&weights, &uniforms, rule);
     let next = verifier.next_law_with(&weights, tau, rule);
     let u = rng.uniform();
-    let y = crate::dist::sample_with(next.len(), |i| next[i].1, u)
+    let y = crate::laws::sample_with(next.len(), |i| next[i].1, u)
         .map(|i| next[i].0)
         .expect("a next-token law has mass");
     (tau, y)

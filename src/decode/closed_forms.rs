@@ -7,7 +7,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::{Drafts, Scheme, build};
 
 /// The schemes besides `P*` (which [`super::NodeRecord::pstar`] holds) whose

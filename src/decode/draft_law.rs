@@ -14,7 +14,7 @@ use std::rc::Rc;
 use anyhow::Result;
 
 use super::round::process;
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::model::Logits;
 
 pub(crate) enum DraftLaw {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::round::drafts_of;
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::block::BlockVerifier;
 use crate::select::traversal::{DraftTree, Traverser, TreeMode};
 use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};

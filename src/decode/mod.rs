@@ -25,7 +25,7 @@ pub mod walk;
 
 use anyhow::{Result, bail};
 
-use crate::dist::Processing;
+use crate::laws::Processing;
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
 use crate::select::race::RankHistogram;

@@ -27,7 +27,7 @@ use anyhow::Result;
 use super::round::process;
 use super::round::{Descent, Session, draft_call};
 use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts, surviving_rows};
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::RaceTree;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::{DecodeConfig, Generation, RoundRecord};
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits, Positions};
 use crate::select::Drafts;
 

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use super::round::process;
 use super::{DecodeConfig, Generation};
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::model::{CausalLm, Positions};
 use crate::rng::SpecRng;
 

@@ -12,7 +12,7 @@ use super::draft_law::DraftLaw;
 use super::round::{Descent, Session, draft_call_kept};
 use super::round::{drafts_of, process};
 use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts};
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::optimal::pstar;

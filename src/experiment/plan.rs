@@ -12,7 +12,7 @@ use super::cell::{CellKind, SchemeId, TempSet};
 use super::config::Config;
 use crate::data::Dataset;
 use crate::decode::drafts_of;
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::{Scheme, SchemeSpec, build};
 
 #[derive(Clone, Debug)]

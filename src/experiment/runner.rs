@@ -21,7 +21,7 @@ use super::prompts::{Prompts, load_prompts};
 use super::run_dir::{RunDir, default_out_dir};
 use crate::data::Dataset;
 use crate::decode::{DecodeConfig, Generation, autoregressive, generate};
-use crate::dist::Processing;
+use crate::laws::Processing;
 use crate::model::{ModelPair, load_pair};
 use crate::rng::SpecRng;
 use crate::select::SchemeSpec;

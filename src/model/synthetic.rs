@@ -249,7 +249,7 @@ impl ContextLogits for SyntheticLm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::{Processing, total_variation};
+    use crate::laws::{Processing, total_variation};
     use crate::model::{CausalLm, HistoryLm, Positions};
 
     fn family(closeness: f64) -> (SyntheticLm, SyntheticLm) {

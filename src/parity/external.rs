@@ -14,8 +14,8 @@ use serde::Deserialize;
 use super::fit::Sequence;
 use super::subjects::Role;
 use super::{Measured, SubjectInfo, measure};
-use crate::dist::Processing;
 use crate::experiment::Config;
+use crate::laws::Processing;
 use crate::model::ModelPair;
 
 /// One line of the file.

@@ -207,7 +207,7 @@ pub(crate) fn measure(
     sequences: Vec<Sequence>,
     prompts: &[Vec<u32>],
     models: &mut ModelPair,
-    target: &crate::dist::Processing,
+    target: &crate::laws::Processing,
     config: &Config,
     decode_seconds: f64,
 ) -> Result<Measured> {

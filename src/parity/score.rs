@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Positions};
 
 /// Sequences fed side by side in one target call.

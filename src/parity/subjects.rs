@@ -6,10 +6,10 @@
 use anyhow::Result;
 
 use crate::decode::{self, DecodeConfig, Generation};
-use crate::dist::Processing;
 use crate::experiment::Config;
 use crate::experiment::plan::{Cell, Plan};
 use crate::experiment::runner::{decode_config, processing_at};
+use crate::laws::Processing;
 use crate::model::ModelPair;
 use crate::rng::SpecRng;
 use crate::select::block::BlockRule;
@@ -219,6 +219,6 @@ fn mutant(cell: &Cell, config: &Config, what: String) -> Subject {
 
 /// The target's processing the text is scored under: the config's, never
 /// a mutant's.
-pub fn scoring(config: &Config) -> crate::dist::Processing {
+pub fn scoring(config: &Config) -> crate::laws::Processing {
     processing_at(config, config.decode.target_temp)
 }

@@ -5,7 +5,7 @@
 //! * `sd_first` runs SD on the first input; its residual may still land on
 //!   another input, and then the walk continues into that draft.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::single::SpecDecoding;

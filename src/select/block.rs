@@ -4,7 +4,7 @@
 //! chain ([`crate::decode::block`]). At a single node (γ = 1) it *is* SD, so
 //! its token-level form, used by `verify` and `theory accept`, is SD's rule.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::single::Single;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};

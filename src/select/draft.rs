@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use crate::dist::{CdfSampler, Dist, sample_with};
+use crate::laws::{CdfSampler, Dist, sample_with};
 use crate::rng::SpecRng;
 
 use super::Drafts;

@@ -2,7 +2,7 @@
 //! most likely draft tokens `D` are always drafted, one more `z ~ q′` is
 //! sampled off `D`. Inputs arrive as `D` (in its order) then `z`.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, GreedyDraft};

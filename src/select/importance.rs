@@ -2,7 +2,7 @@
 //! sampler with pair weights from a truncated LP (alphabet `M`, LP block `s`),
 //! K = 2 directly and K > 2 through a tournament of pair stages (f.4).
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;

@@ -45,7 +45,7 @@ schemes! {
 
 use std::fmt;
 
-use crate::dist::{Dist, sample_with};
+use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 pub use draft::{DraftLaw, InputSampler};

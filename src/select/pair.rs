@@ -22,7 +22,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::flow::FlowNetwork;
 

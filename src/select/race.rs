@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::splitmix64;
 
 use super::{DraftLaw, Drafts, Prepared, RaceTree, Scheme, SchemeError, fail, require_identical};

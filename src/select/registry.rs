@@ -14,7 +14,7 @@ use std::fmt;
 
 use super::look::Look;
 use super::{DraftLaw, Drafts, SCHEMES, Scheme, SchemeError, fail};
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 /// Declares the scheme modules and [`SCHEMES`](super::SCHEMES), the list of
 /// their entries, from one line per module (`module: ENTRY, OTHER;`), so

@@ -4,7 +4,7 @@
 //! Input `x_i` was drawn from `s_i`, `q` without `x_1..x_{i−1}` renormalised;
 //! it is tested against `s_i` and the residual updated with `s_i`.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, remaining_mass, support_mass};

@@ -1,7 +1,7 @@
 //! Single-draft speculative sampling (Leviathan et al.; `docs/schemes.md` a).
 //! Every multi-draft scheme reduces to this when one draft remains.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::{

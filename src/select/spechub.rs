@@ -5,7 +5,7 @@
 //! K = 2 (the pair's set law is greedy's), which `acceptance` reports by
 //! asking `greedy` itself, so `verify` checks the equality on every node.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, GreedyDraft};
@@ -185,7 +185,7 @@ impl Prepared for HubNode<'_> {
             }
         }
         // A residual without mass only through rounding: sample p.
-        match crate::dist::sample_index(&self.residual, rng.uniform()) {
+        match crate::laws::sample_index(&self.residual, rng.uniform()) {
             Some(i) if self.residual_mass() > 0.0 => self.p.support()[i],
             _ => self.p.sample(rng.uniform()),
         }

@@ -6,7 +6,7 @@
 //! on which tokens were rejected, and it lives on the support of `p`, so it
 //! is stored as vectors aligned with `p.support()`.
 
-use crate::dist::{Dist, sample_with};
+use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 use super::{Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts};

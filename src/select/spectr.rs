@@ -5,7 +5,7 @@
 //! the output is exact. `ρ*` is found by bisection and the *upper* end is
 //! returned, so rounding can only push ρ above ρ*, never below.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::{

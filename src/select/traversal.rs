@@ -16,7 +16,7 @@
 
 use std::rc::Rc;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::draft::{DraftLaw, remaining_mass, support_mass};

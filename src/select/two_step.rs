@@ -5,7 +5,7 @@
 //! *every* `α`, provided `p_I` is computed from the `α` actually used, over
 //! the whole vocabulary: that is the contract of [`SelectionRule`].
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::{Prepared, acceptance_probability, accepts, add_residual_law, sample_residual};

@@ -3,7 +3,7 @@
 //! Like `is`, pairs outside the alphabet go to the alphabet token, so the
 //! exact `p_I` costs O(V + M²); K > 2 runs the same tournament.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::race::{landing_probability, rank_law};
 use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 

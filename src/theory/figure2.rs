@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::optimal::pstar;
 use crate::select::spectr::rho_star;
 use crate::select::{Drafts, Scheme, build, drafts_for};

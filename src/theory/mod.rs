@@ -6,7 +6,7 @@ pub mod accept;
 pub mod figure2;
 pub mod round_bound;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};
 use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, distinct, too_large};
 

@@ -4,7 +4,7 @@
 
 use rand_distr::{Distribution, Normal};
 
-use crate::dist::{Dist, Processing};
+use crate::laws::{Dist, Processing};
 use crate::rng::SpecRng;
 use crate::select::Drafts;
 

@@ -172,7 +172,7 @@ fn sample_races(
 
 /// The first `k` arrivals at `samples` positions of one race, against the
 /// exact without-replacement law of ordered tuples.
-fn arrival_gtest(q: crate::dist::Dist, k: usize, samples: u64, seed: u64) -> super::gtest::GTest {
+fn arrival_gtest(q: crate::laws::Dist, k: usize, samples: u64, seed: u64) -> super::gtest::GTest {
     let drafts = crate::select::Drafts::identical(&q, k);
     let tuples = DraftLaw::WithoutReplacement.enumerate(&drafts);
     let index: BTreeMap<Vec<u32>, usize> = tuples

@@ -4,7 +4,7 @@
 //! law's exactness is in tests/sequence.rs with every scheme).
 
 use specbench::decode::exact::{RoundModels, block_round_law, round_law};
-use specbench::dist::{Dist, Processing};
+use specbench::laws::{Dist, Processing};
 use specbench::model::ToyLm;
 use specbench::rng::SpecRng;
 use specbench::select::block::{BlockRule, BlockVerifier};
@@ -127,7 +127,7 @@ fn first_token_zero_rate(rule: BlockRule, n: usize) -> f64 {
         let tau = verifier.keep_with(&weights, &uniforms, rule);
         let next = verifier.next_law_with(&weights, tau, rule);
         let u = rng.uniform();
-        let y = specbench::dist::sample_with(next.len(), |i| next[i].1, u).unwrap();
+        let y = specbench::laws::sample_with(next.len(), |i| next[i].1, u).unwrap();
         let first = if tau >= 1 { tokens[0] } else { next[y].0 };
         zeros += usize::from(first == 0);
     }

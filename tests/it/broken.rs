@@ -4,7 +4,7 @@
 //! 10⁶-sample G-test on the same instance must fail too. If these tests
 //! ever pass a broken scheme, the checks that pass the real ones prove nothing.
 
-use specbench::dist::{Dist, sample_with};
+use specbench::laws::{Dist, sample_with};
 use specbench::rng::SpecRng;
 use specbench::select::pair::{InnerRule, PairConfig, PairRule};
 use specbench::select::rsd::Rsd;

@@ -1,7 +1,7 @@
 //! The exactness tests of `docs/exactness.md` §1 for every scheme, and the
 //! cheap invariants of §1.4.
 
-use specbench::dist::Dist;
+use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::optimal::lp::pstar_lp;
 use specbench::select::optimal::{SetMasses, pstar_bruteforce, pstar_flow, pstar_iid};
@@ -239,7 +239,7 @@ fn tournament_stays_exact_and_below_pstar_for_many_drafts() {
 #[test]
 fn processed_distributions_keep_exact_zeros() {
     let logits: Vec<f32> = (0..100).map(|i| -(i as f32) * 0.3).collect();
-    let p = specbench::dist::Processing {
+    let p = specbench::laws::Processing {
         top_p: 0.9,
         ..Default::default()
     }

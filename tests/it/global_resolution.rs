@@ -3,7 +3,7 @@
 //! the independent LP oracle) to 1e-9, its exact law is `p` to 1e-12 also
 //! when the set budget forces grouping, and Example B's values.
 
-use specbench::dist::Dist;
+use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::optimal::global::{GlobalResolution, GrSettings};
 use specbench::select::optimal::lp::pstar_lp;

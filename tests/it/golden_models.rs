@@ -248,7 +248,7 @@ fn a_speculative_round_moves_only_the_logit_rows_the_walk_reads() {
     // distinct draft prefix: an eager copy of every scored row would move
     // K × (L + 1) target rows per round and break the upper bound.
     use specbench::decode::{DecodeConfig, generate};
-    use specbench::dist::Processing;
+    use specbench::laws::Processing;
     use specbench::rng::SpecRng;
     use specbench::select::build;
     let (k, length) = (4, 5);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules by floor, lowest (floor 1) first.
 const FLOORS: &[&[&str]] = &[
-    &["dist", "rng", "quality", "threads", "hub", "fast"],
+    &["laws", "rng", "quality", "threads", "hub", "fast"],
     &["model", "select"],
     &["data", "decode", "theory", "inspect"],
     &["verify"],

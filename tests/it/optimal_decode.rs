@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::common::tiny;
 use specbench::decode::{DecodeConfig, Generation, generate};
-use specbench::dist::Processing;
+use specbench::laws::Processing;
 use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
 use specbench::model::synthetic::Role;
 use specbench::model::{CausalLm, HistoryLm, SyntheticConfig, SyntheticLm};

@@ -2,7 +2,7 @@
 //! by enumeration on small nodes with every special case, selection
 //! acceptance = P* (and the LP oracle), and realistic full-vocabulary nodes.
 
-use specbench::dist::Dist;
+use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::optimal::lp::pstar_lp;
 use specbench::select::optimal::window::WindowRule;

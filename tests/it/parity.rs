@@ -15,8 +15,8 @@ use std::path::Path;
 
 use crate::common::scratch;
 use specbench::decode::{DecodeConfig, autoregressive};
-use specbench::dist::Processing;
 use specbench::experiment::Config;
+use specbench::laws::Processing;
 use specbench::model::load_pair;
 use specbench::parity::{ParityOptions, ParityReport, Role, run};
 use specbench::rng::SpecRng;

@@ -5,7 +5,7 @@
 
 use specbench::decode::race::race_autoregressive;
 use specbench::decode::{DecodeConfig, generate};
-use specbench::dist::Processing;
+use specbench::laws::Processing;
 use specbench::model::{HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::build;

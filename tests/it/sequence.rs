@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use specbench::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
 use specbench::decode::{DecodeConfig, generate};
-use specbench::dist::{Dist, Processing};
+use specbench::laws::{Dist, Processing};
 use specbench::model::{ContextLogits, HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};

@@ -4,7 +4,7 @@
 //! round; K > 2 is refused with a one-line error.
 
 use specbench::decode::exact::{RoundModels, StringLaw, round_law};
-use specbench::dist::Dist;
+use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::greedy::Greedy;
 use specbench::select::optimal::SetMasses;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::common::tiny;
 use specbench::decode::{DecodeConfig, generate};
-use specbench::dist::Processing;
 use specbench::inspect::{InspectInput, InspectRequest, next_token};
+use specbench::laws::Processing;
 use specbench::model::checkpoint::{LoadOptions, load_checkpoint};
 use specbench::model::hf_tokenizer::HfTokenizer;
 use specbench::model::hub::TokenizerFiles;

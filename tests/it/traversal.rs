@@ -8,7 +8,7 @@ use specbench::decode::exact::{
     RoundModels, StringLaw, block_round_law, drafted_rows, extend_with_target, round_law,
     target_law, traversal_tree,
 };
-use specbench::dist::Dist;
+use specbench::laws::Dist;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::traversal::{Reading, Traversal, Traverser, TreeMode};
 use specbench::select::{Scheme, build};
@@ -212,7 +212,7 @@ mod engine {
 
     use specbench::decode::exact::{RoundModels, round_law, target_law};
     use specbench::decode::{DecodeConfig, Generation, generate};
-    use specbench::dist::{Dist, Processing};
+    use specbench::laws::{Dist, Processing};
     use specbench::model::{ContextLogits, HistoryLm, ToyLm};
     use specbench::rng::SpecRng;
     use specbench::select::traversal::{Traversal, TreeMode};

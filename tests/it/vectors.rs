@@ -3,7 +3,7 @@
 //! values printed with d decimals to 0.6·10^-d. Every landing probability
 //! here comes from full enumeration, whose output law must also equal p.
 
-use specbench::dist::{Dist, total_variation};
+use specbench::laws::{Dist, total_variation};
 use specbench::select::optimal::{SetMasses, pstar_iid};
 use specbench::select::spectr::{beta, rho_star};
 use specbench::select::{DraftLaw, Drafts, build};

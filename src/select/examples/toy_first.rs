@@ -1,6 +1,6 @@
 //! Toy: speculative sampling on one draft (an example of the extension path).
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;

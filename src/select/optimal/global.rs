@@ -25,7 +25,7 @@
 //! `Pr[set(X) ∩ A = U, rest of mass c] = n! [zⁿ] e^{cz} Π_{i∈U}(e^{q_i z} − 1)`,
 //! built incrementally along a depth-first walk over the sets.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::items::{Group, family, groups, outer_targets};
 use super::luce::{LuceProgram, SolveReport};

@@ -3,7 +3,7 @@
 //! probability of every input set of up to `n` items, from the positive
 //! multinomial form (see `global`'s module docs).
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::luce::Family;
 

@@ -5,7 +5,7 @@
 
 use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::super::{SchemeError, fail, too_large};
 

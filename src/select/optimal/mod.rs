@@ -19,7 +19,7 @@ pub mod window;
 
 use std::collections::BTreeMap;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::flow::{EdgeId, FlowNetwork};
 use super::{DraftLaw, Drafts, SchemeError, too_large};

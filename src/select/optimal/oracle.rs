@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use crate::dist::{Dist, sample_with};
+use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 use super::super::single::SpecDecoding;

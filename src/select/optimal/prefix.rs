@@ -3,7 +3,7 @@
 //! `p(S) − q(S)^n` along it. Global Resolution and the window sampler start
 //! from the same scan (`H*`, `m*`), and runs log its value at every node.
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::ratio_sort::{LiveEntry, sort_by_ratio};
 

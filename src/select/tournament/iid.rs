@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 
 use super::super::id_filter::IdFilter;
 use super::super::lazy::LazyOrder;

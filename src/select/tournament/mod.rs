@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::Drafts;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 /// Largest sizes `round-bound` takes: the LP grows like `(V^L)^K`.

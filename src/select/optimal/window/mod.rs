@@ -36,7 +36,7 @@ mod free;
 
 use free::Free;
 
-use crate::dist::Dist;
+use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::super::two_step::SelectionRule;

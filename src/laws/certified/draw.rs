@@ -1,5 +1,5 @@
 //! Draws from a top-p law without building it: the token
-//! [`Dist::sample`](crate::dist::Dist::sample) would give on the law
+//! [`Dist::sample`](crate::laws::Dist::sample) would give on the law
 //! [`super::top_p`] builds, found from the estimates, and certified.
 //!
 //! A draft law at a depth the round's walk never reaches only feeds one
@@ -37,12 +37,12 @@ use super::{
     EDGE_ABOVE, EDGE_BELOW, FALLBACKS, Located, NearSet, TEMPERATURES, Workspace, law_from, locate,
     near_of, rounding_margin, slots, tail_error, with_workspace,
 };
-use crate::dist::Dist;
-use crate::dist::processing::descending;
-use crate::dist::weights;
+use crate::laws::Dist;
+use crate::laws::processing::descending;
+use crate::laws::weights;
 
 /// What [`top_p_draws`] gives.
-pub(in crate::dist) enum Drawn {
+pub(in crate::laws) enum Drawn {
     /// One token per uniform, the law not built.
     Tokens(Vec<u32>),
     /// The law, certified, built because it was cheap to (a small nucleus)
@@ -55,7 +55,7 @@ pub(in crate::dist) enum Drawn {
 /// One token per uniform in `uniforms`, each the one the law
 /// [`super::top_p`] would build samples for it, or that law (see
 /// [`Drawn`]).
-pub(in crate::dist) fn top_p_draws<T>(
+pub(in crate::laws) fn top_p_draws<T>(
     logits: &[T],
     max: f64,
     temperature: f64,

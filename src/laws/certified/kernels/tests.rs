@@ -3,7 +3,7 @@
 
 use super::portable::{Portable, near_sums};
 use super::*;
-use crate::dist::certified::tests::keys;
+use crate::laws::certified::tests::keys;
 
 #[test]
 fn the_avx2_kernels_run_where_the_cpu_has_them_and_the_fast_paths_are_on() {

@@ -13,7 +13,7 @@ use super::portable::{
     estimate_scalar, keep_scalar, near_scalar, near_sums,
 };
 use super::{Crossing, Kept, Kernels, Near, NearOut, Packed, kept_by};
-use crate::dist::certified::estimate::{
+use crate::laws::certified::estimate::{
     CUTOFF, EIGHTHS_PER_E, EXPONENT_BIAS, Estimate, LN2_HEAD, LN2_TAIL, SHIFT, TWO_TO_EIGHTHS,
     polynomial,
 };
@@ -396,7 +396,7 @@ fn divide_all(values: &mut [f64], by: f64) -> f64 {
 
 /// [`Kernels::estimate_into`] on 16 logits per step: two independent
 /// vectors of 8, so that their polynomials overlap. The same
-/// operations as [`estimate_one`](crate::dist::certified::estimate::estimate_one), so each estimate is the
+/// operations as [`estimate_one`](crate::laws::certified::estimate::estimate_one), so each estimate is the
 /// same; `Σ ŵ` is summed in f64 lanes, `Σ ŵ |y|` in f32 lanes.
 #[target_feature(enable = "avx2,fma")]
 fn estimate(logits: &[f32], max: f32, inv_t: f32, out: &mut [f32]) -> Estimate {

@@ -4,11 +4,11 @@
 //! stopped (`start` and `end`, or `so_far`).
 
 use super::{Crossing, Kept, Kernels, Near, NearOut, Packed, kept_by};
-use crate::dist::certified::estimate::{Estimate, estimate_one};
+use crate::laws::certified::estimate::{Estimate, estimate_one};
 
 /// The portable kernels.
 #[derive(Clone, Copy, Debug, Default)]
-pub(in crate::dist::certified) struct Portable;
+pub(in crate::laws::certified) struct Portable;
 
 impl Kernels for Portable {
     #[cfg(test)]
@@ -147,7 +147,7 @@ pub(super) fn near_scalar(
 
 /// The sums of [`Kernels::near_tokens`], one token at a time.
 #[inline(always)]
-pub(in crate::dist::certified) fn near_sums(
+pub(in crate::laws::certified) fn near_sums(
     guesses: &[f32],
     logits: &[f32],
     near: Near,
