@@ -104,7 +104,7 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
     let prompt_tokens = prompt_budget(config, target.as_ref());
     let positions = sum(&[prompt_tokens, d.max_new_tokens, d.draft_len, 1]);
     let capacity = capacity_for(positions);
-    let mut ks: Vec<usize> = cells.iter().map(|c| c.k.max(1)).collect();
+    let mut ks: Vec<usize> = cells.iter().map(|c| c.k().max(1)).collect();
     ks.sort_unstable();
     ks.dedup();
     let on_cuda = matches!(resolved_device(m.device), DeviceChoice::Cuda(_));

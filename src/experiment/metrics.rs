@@ -113,7 +113,7 @@ impl CellRow {
         let table3 =
             |pick: fn(&NodeRecord) -> Option<f64>| mean_if_complete(nodes.iter().map(|n| pick(n)));
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
-        let (scheme, params) = match &cell.scheme {
+        let (scheme, params) = match cell.scheme() {
             Some(spec) => (SchemeId::of(spec), spec.params().to_string()),
             None => (SchemeId::TARGET, String::new()),
         };
@@ -125,18 +125,16 @@ impl CellRow {
             cell_id: cell.id.clone(),
             dataset: cell.dataset,
             template: context.template,
-            kind: cell.kind,
+            kind: cell.kind(),
             scheme,
             scheme_params: params,
-            k: cell.k,
+            k: cell.k(),
             draft_len: context.draft_len,
-            draft_temps: cell
-                .draft_temps
-                .iter()
+            draft_temps: (cell.draft_temps().iter())
                 .map(|t| t.to_string())
                 .collect::<Vec<_>>()
                 .join(";"),
-            temp_set: cell.temp_set,
+            temp_set: cell.temp_set(),
             target_temp: context.target_temp,
             top_p: context.top_p,
             top_k: context.top_k,

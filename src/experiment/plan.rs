@@ -22,23 +22,69 @@ pub struct Cell {
     /// Index of its group in plan order (shards take whole groups).
     pub group: usize,
     pub dataset: Dataset,
-    pub kind: CellKind,
-    /// The scheme with its parameters (`is:m=20:s=5`, `single` for SD);
-    /// `None` for the target-only baseline.
-    pub scheme: Option<SchemeSpec>,
-    /// Drafts used (1 for SD, 0 for target-only).
-    pub k: usize,
-    /// Temperature of each draft used.
-    pub draft_temps: Vec<f64>,
-    /// The group's temperature set (none for target-only).
-    pub temp_set: TempSet,
     pub seed: u64,
+    /// What decodes it; its kind, K and temperatures are read from here,
+    /// so they cannot disagree.
+    pub decoder: CellDecoder,
+}
+
+/// What decodes a cell: the target alone, or a scheme over its drafts.
+#[derive(Clone, Debug)]
+pub enum CellDecoder {
+    Target,
+    Drafted {
+        /// The group's SD baseline rather than a scheme of the sweep.
+        baseline: bool,
+        /// The scheme with its parameters (`is:m=20:s=5`, `single` for SD).
+        scheme: SchemeSpec,
+        /// Each draft's temperature: K is their number.
+        draft_temps: Vec<f64>,
+        /// The group's temperature set.
+        temp_set: TempSet,
+    },
 }
 
 impl Cell {
+    pub fn kind(&self) -> CellKind {
+        match &self.decoder {
+            CellDecoder::Target => CellKind::Target,
+            CellDecoder::Drafted { baseline: true, .. } => CellKind::Sd,
+            CellDecoder::Drafted { .. } => CellKind::Scheme,
+        }
+    }
+
+    /// The scheme; `None` for the target-only baseline.
+    pub fn scheme(&self) -> Option<&SchemeSpec> {
+        match &self.decoder {
+            CellDecoder::Target => None,
+            CellDecoder::Drafted { scheme, .. } => Some(scheme),
+        }
+    }
+
+    /// Drafts used (1 for SD, 0 for target-only).
+    pub fn k(&self) -> usize {
+        self.draft_temps().len()
+    }
+
+    /// Temperature of each draft used (none for target-only).
+    pub fn draft_temps(&self) -> &[f64] {
+        match &self.decoder {
+            CellDecoder::Target => &[],
+            CellDecoder::Drafted { draft_temps, .. } => draft_temps,
+        }
+    }
+
+    /// The group's temperature set (none for target-only).
+    pub fn temp_set(&self) -> TempSet {
+        match &self.decoder {
+            CellDecoder::Target => TempSet::None,
+            CellDecoder::Drafted { temp_set, .. } => *temp_set,
+        }
+    }
+
     /// The scheme as `cells.csv` ids write it: its label, or `target`.
     pub fn scheme_label(&self) -> String {
-        match &self.scheme {
+        match self.scheme() {
             Some(spec) => spec.to_string(),
             None => SchemeId::TARGET.to_string(),
         }
@@ -139,12 +185,8 @@ impl Builder<'_> {
             id: format!("{}/target/seed{seed}", dataset.name()),
             group: self.group,
             dataset,
-            kind: CellKind::Target,
-            scheme: None,
-            k: 0,
-            draft_temps: Vec::new(),
-            temp_set: TempSet::None,
             seed,
+            decoder: CellDecoder::Target,
         });
         self.group += 1;
     }
@@ -161,12 +203,13 @@ impl Builder<'_> {
             ),
             group: self.group,
             dataset,
-            kind,
-            scheme: Some(SchemeSpec::of(scheme)),
-            k: temps.len(),
-            draft_temps: temps,
-            temp_set: set,
             seed,
+            decoder: CellDecoder::Drafted {
+                baseline: kind == CellKind::Sd,
+                scheme: SchemeSpec::of(scheme),
+                draft_temps: temps,
+                temp_set: set,
+            },
         };
         let first = set.first().expect("draft groups have temperatures");
         let mut cells = vec![cell(CellKind::Sd, self.sd.as_ref(), vec![first])];
@@ -313,8 +356,8 @@ mod tests {
         assert!(skipped.contains(&"spectr") && skipped.contains(&"rsd"));
         let mut last_group = usize::MAX;
         for cell in &plan.cells {
-            if cell.group != last_group && cell.kind != CellKind::Target {
-                assert_eq!(cell.kind, CellKind::Sd, "{}", cell.id);
+            if cell.group != last_group && cell.kind() != CellKind::Target {
+                assert_eq!(cell.kind(), CellKind::Sd, "{}", cell.id);
             }
             last_group = cell.group;
         }

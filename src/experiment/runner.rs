@@ -231,7 +231,7 @@ impl Sweep {
             context.eos,
             models.tokenizer.as_ref(),
         );
-        match cell.kind {
+        match cell.kind() {
             CellKind::Sd => {
                 row.compare_with_sd(&row.clone());
                 self.sd_rows.insert(row.group_key(), row.clone());
@@ -281,7 +281,7 @@ pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
         draft_len: config.decode.draft_len,
         max_new_tokens: config.decode.max_new_tokens,
         target: processing(config.decode.target_temp),
-        drafts: cell.draft_temps.iter().map(|&t| processing(t)).collect(),
+        drafts: cell.draft_temps().iter().map(|&t| processing(t)).collect(),
         log_nodes: true,
         rank_calibration: Default::default(),
         misread_drafts: None,
@@ -306,7 +306,7 @@ fn run_cell(
     progress: &Progress,
 ) -> Result<Vec<Generation>> {
     let mut decode = decode_config(cell, config);
-    let scheme = cell.scheme.as_ref().map(SchemeSpec::build);
+    let scheme = cell.scheme().map(SchemeSpec::build);
     let mut generations = Vec::with_capacity(prompts.tokens.len());
     for (i, prompt) in prompts.tokens.iter().enumerate() {
         let mut rng = prompt_rng(cell.seed, cell.dataset, i);

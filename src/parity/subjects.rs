@@ -76,9 +76,9 @@ impl Subject {
         Subject {
             label: cell.scheme_label(),
             role: Role::Scheme,
-            k: cell.k,
-            draft_temps: cell.draft_temps.clone(),
-            decoder: match &cell.scheme {
+            k: cell.k(),
+            draft_temps: cell.draft_temps().to_vec(),
+            decoder: match cell.scheme() {
                 None => Decoder::TargetOnly,
                 Some(spec) => Decoder::Scheme(spec.build()),
             },
@@ -130,15 +130,15 @@ pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
     let mut subjects: Vec<Subject> = cells.iter().map(|c| Subject::of_cell(c, config)).collect();
     if mutants {
         let mut settings: Vec<(usize, usize)> = Vec::new();
-        for cell in cells.iter().filter(|c| c.scheme.is_some()) {
-            if !settings.contains(&(cell.group, cell.k)) {
-                settings.push((cell.group, cell.k));
+        for cell in cells.iter().filter(|c| c.scheme().is_some()) {
+            if !settings.contains(&(cell.group, cell.k())) {
+                settings.push((cell.group, cell.k()));
             }
         }
         for (group, k) in settings {
             let members: Vec<(&Cell, &SchemeSpec)> = (cells.iter())
-                .filter(|c| c.group == group && c.k == k)
-                .filter_map(|c| c.scheme.as_ref().map(|s| (*c, s)))
+                .filter(|c| c.group == group && c.k() == k)
+                .filter_map(|c| c.scheme().map(|s| (*c, s)))
                 .collect();
             subjects.extend(mutants_of(&members, config));
         }
