@@ -62,6 +62,18 @@ pub struct EnumerationSummary {
     pub failures: Vec<String>,
 }
 
+impl EnumerationSummary {
+    /// Records an instance's landing above its optimum (`over`, negative
+    /// when below); the first instance sets the maximum.
+    fn note_over_optimum(&mut self, over: f64) {
+        self.max_over_optimum = if self.instances == 1 {
+            over
+        } else {
+            self.max_over_optimum.max(over)
+        };
+    }
+}
+
 /// One sampling G-test.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SamplingCheck {
@@ -310,11 +322,7 @@ pub fn enumeration_check(scheme: &dyn Scheme, instances: &[Instance]) -> Enumera
         match optimum(&inst.p, &drafts, scheme.draft_law()) {
             Ok(best) => {
                 let over = exact.landing - best;
-                summary.max_over_optimum = if summary.instances == 1 {
-                    over
-                } else {
-                    summary.max_over_optimum.max(over)
-                };
+                summary.note_over_optimum(over);
                 if over > EXACT {
                     summary.failures.push(format!(
                         "{}: landing {:.15} exceeds the optimum {best:.15}",

@@ -111,12 +111,7 @@ fn check_rank_law(inst: &Instance, summary: &mut EnumerationSummary) {
     match optimum(&inst.p, &inst.drafts(), DraftLaw::WithoutReplacement) {
         Ok(best) => {
             let over = landing - best;
-            // The first instance sets the maximum: the gap may be negative.
-            summary.max_over_optimum = if summary.instances == 1 {
-                over
-            } else {
-                summary.max_over_optimum.max(over)
-            };
+            summary.note_over_optimum(over);
             if over > EXACT {
                 summary.failures.push(format!(
                     "{}: Pr[R ≤ K] = {landing} exceeds the optimum {best}",

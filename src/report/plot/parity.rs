@@ -33,9 +33,15 @@ struct HistogramRow {
 
 /// The histogram file of a parity run directory (or the file itself).
 pub fn parity_histograms(path: &Path) -> Option<PathBuf> {
-    if path.is_dir() && path.join(HISTOGRAM_FILE).is_file() {
-        Some(path.join(HISTOGRAM_FILE))
-    } else if path.file_name().is_some_and(|n| n == HISTOGRAM_FILE) && path.is_file() {
+    run_file(path, HISTOGRAM_FILE)
+}
+
+/// The file `name` of a run directory `path`, or `path` itself when it is
+/// that file; `None` otherwise.
+pub(super) fn run_file(path: &Path, name: &str) -> Option<PathBuf> {
+    if path.is_dir() && path.join(name).is_file() {
+        Some(path.join(name))
+    } else if path.file_name().is_some_and(|n| n == name) && path.is_file() {
         Some(path.to_path_buf())
     } else {
         None

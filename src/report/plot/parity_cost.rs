@@ -14,13 +14,7 @@ use crate::bench::parity::{COST_FILE, CostRow, read_cost};
 
 /// The cost file of a `bench parity` directory (or the file itself).
 pub fn cost_file(path: &Path) -> Option<PathBuf> {
-    if path.is_dir() && path.join(COST_FILE).is_file() {
-        Some(path.join(COST_FILE))
-    } else if path.file_name().is_some_and(|n| n == COST_FILE) && path.is_file() {
-        Some(path.to_path_buf())
-    } else {
-        None
-    }
+    super::parity::run_file(path, COST_FILE)
 }
 
 /// One figure over every cost file given: a panel per model pair.

@@ -299,15 +299,8 @@ impl Side {
         let targets = outer_targets(&groups, n, inner_mass);
         let initial: Vec<f64> = targets.iter().zip(&group_q).map(|(t, m)| t / m).collect();
         let family = family(&group_q, inner_mass, n);
-        let mut program = LuceProgram::new(family, targets, 0.0, initial);
-        let report = program.solve(tolerance, settings.max_iterations);
-        let inflow = program.inflow_with(&program.gamma, 0.0);
-        Self {
-            groups,
-            program,
-            report,
-            inflow,
-        }
+        let program = LuceProgram::new(family, targets, 0.0, initial);
+        Self::solved(groups, program, tolerance, settings)
     }
 
     /// Inner program: groups of the `H*` tokens with `p > 0` (`positive`),
@@ -327,7 +320,17 @@ impl Side {
         let targets: Vec<f64> = groups.iter().map(|g| g.p).collect();
         let family = family(&group_q, null_mass.max(0.0), n);
         let initial = vec![1.0; targets.len()];
-        let mut program = LuceProgram::new(family, targets, 1.0, initial);
+        let program = LuceProgram::new(family, targets, 1.0, initial);
+        Self::solved(groups, program, tolerance, settings)
+    }
+
+    /// The side once its program is solved, with its inflows.
+    fn solved(
+        groups: Vec<Group>,
+        mut program: LuceProgram,
+        tolerance: f64,
+        settings: &GrSettings,
+    ) -> Self {
         let report = program.solve(tolerance, settings.max_iterations);
         let inflow = program.inflow_with(&program.gamma, 0.0);
         Self {
