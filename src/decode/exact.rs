@@ -9,8 +9,7 @@ use std::rc::Rc;
 
 use super::round::drafts_of;
 use crate::laws::Dist;
-use crate::select::block::BlockVerifier;
-use crate::select::traversal::{DraftTree, Traverser, TreeMode};
+use crate::select::paths::{PathVerifier, Paths};
 use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};
 
 /// The laws a round sees: the target's and each draft row's next-token law
@@ -36,9 +35,8 @@ pub fn round_law(
 ) -> Result<StringLaw, SchemeError> {
     match scheme.decoding() {
         Decoding::Walk => {}
-        Decoding::Block => return Ok(block_round_law(models, prompt, length)),
-        Decoding::Traversal(mode) => {
-            return traversal_round_law(models, scheme, mode, prompt, length);
+        Decoding::Paths(verifier) => {
+            return paths_round_law(models, scheme, verifier, prompt, length);
         }
         Decoding::Race(_) => {
             return fail(format!(
@@ -197,73 +195,29 @@ pub fn target_law(target: &dyn Fn(&[u32]) -> Dist, prompt: &[u32], total: usize)
     extend_with_target(&start, target, prompt, total)
 }
 
-/// The round law of block verification (K = 1, γ = `length`): every draft
-/// chain, every kept prefix τ with its probability, every next token.
-pub fn block_round_law(models: &RoundModels, prompt: &[u32], length: usize) -> StringLaw {
-    let mut law = StringLaw::new();
-    let mut chains: Vec<(Vec<u32>, Vec<Dist>, f64)> = vec![(Vec::new(), Vec::new(), 1.0)];
-    for _ in 0..length {
-        let mut next = Vec::new();
-        for (chain, laws, prob) in chains {
-            let prefix: Vec<u32> = prompt.iter().chain(&chain).copied().collect();
-            let q = (models.draft)(0, &prefix);
-            for &x in q.support() {
-                let mut c = chain.clone();
-                c.push(x);
-                let mut l = laws.clone();
-                l.push(q.clone());
-                next.push((c, l, prob * q.get(x)));
-            }
-        }
-        chains = next;
-    }
-    for (chain, q_laws, prob) in chains {
-        let p_laws: Vec<Dist> = (0..=length)
-            .map(|t| {
-                let prefix: Vec<u32> = prompt.iter().chain(&chain[..t]).copied().collect();
-                (models.target)(&prefix)
-            })
-            .collect();
-        let verifier = BlockVerifier {
-            p: p_laws.iter().collect(),
-            q: q_laws.iter().collect(),
-            tokens: &chain,
-        };
-        let weights = verifier.weights();
-        for (tau, keep) in verifier.keep_law(&weights).into_iter().enumerate() {
-            if keep == 0.0 {
-                continue;
-            }
-            for (y, py) in verifier.next_law(&weights, tau) {
-                let mut emitted = chain[..tau].to_vec();
-                emitted.push(y);
-                *law.entry(emitted).or_insert(0.0) += prob * keep * py;
-            }
-        }
-    }
-    law
-}
-
-/// The round law of Traversal Verification: every drafted set of K chains
-/// (first tokens under the scheme's draft law, then each row on its own),
-/// every way the traversal ends, every token after the kept path.
-pub fn traversal_round_law(
+/// The round law of a path verifier: every drafted set of K rows (first
+/// tokens under the scheme's draft law, then each row on its own), every
+/// way the verifier ends over them, every token after the kept prefix.
+pub fn paths_round_law(
     models: &RoundModels,
     scheme: &dyn Scheme,
-    mode: TreeMode,
+    verifier: &dyn PathVerifier,
     prompt: &[u32],
     length: usize,
 ) -> Result<StringLaw, SchemeError> {
-    if !models.identical {
-        return fail("traversal needs identical drafts (one draft law)");
+    if verifier.needs_identical_drafts() && !models.identical {
+        return fail(format!(
+            "{} needs identical drafts (one draft law)",
+            scheme.id()
+        ));
     }
     let mut law = StringLaw::new();
     for (rows, prob) in drafted_rows(models, scheme, prompt, length) {
-        let tree = traversal_tree(models, mode, prompt, &rows);
-        for ending in Traverser::new(&tree).endings() {
-            let path = tree.path(ending.node);
+        let paths = paths_of(models, prompt, rows);
+        for ending in verifier.endings(&paths) {
+            let kept = &paths.tokens[ending.row][..ending.len];
             for (y, py) in ending.next {
-                let mut emitted = path.clone();
+                let mut emitted = kept.to_vec();
                 emitted.push(y);
                 *law.entry(emitted).or_insert(0.0) += prob * ending.prob * py;
             }
@@ -272,20 +226,16 @@ pub fn traversal_round_law(
     Ok(law)
 }
 
-/// The tree of one drafted set of rows, with the models' laws at its nodes.
-pub fn traversal_tree(
-    models: &RoundModels,
-    mode: TreeMode,
-    prompt: &[u32],
-    rows: &[Vec<u32>],
-) -> DraftTree {
-    let prefix =
-        |r: usize, t: usize| -> Vec<u32> { prompt.iter().chain(&rows[r][..t]).copied().collect() };
-    DraftTree::build::<std::convert::Infallible>(
-        mode,
+/// Drafted `rows` with the models' laws along them.
+pub fn paths_of(models: &RoundModels, prompt: &[u32], rows: Vec<Vec<u32>>) -> Paths {
+    let prefix = |rows: &[Vec<u32>], r: usize, t: usize| -> Vec<u32> {
+        prompt.iter().chain(&rows[r][..t]).copied().collect()
+    };
+    let copy = rows.clone();
+    Paths::build::<std::convert::Infallible>(
         rows,
-        |r, t| Rc::new((models.draft)(r, &prefix(r, t))),
-        |r, t| Ok(Rc::new((models.target)(&prefix(r, t)))),
+        |r, t| Rc::new((models.draft)(r, &prefix(&copy, r, t))),
+        |r, t| Ok(Rc::new((models.target)(&prefix(&copy, r, t)))),
     )
     .unwrap_or_else(|never| match never {})
 }

@@ -5,22 +5,21 @@
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
 //! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
-//! shared races over a drafted tree), [`block`] (block verification of
-//! one chain) and [`traversal`] (Traversal Verification of the K chains'
-//! tree); the steps of a round they share, from the processing of a row of
+//! shared races over a drafted tree) and [`paths`] (K drafted paths handed
+//! whole to the scheme's path verifier: block verification, Traversal
+//! Verification, …); the steps of a round they share, from the processing of a row of
 //! logits to the rollback, are in `round`. [`autoregressive`] is the
 //! target-only baseline (`target_only`). This file holds what callers see:
 //! how to decode ([`DecodeConfig`]), what comes back ([`Generation`]) and
 //! the one dispatch on [`Decoding`].
 
-pub mod block;
 pub mod closed_forms;
 mod draft_law;
 pub mod exact;
+pub mod paths;
 pub mod race;
 mod round;
 mod target_only;
-pub mod traversal;
 pub mod walk;
 
 use anyhow::{Result, bail};
@@ -154,9 +153,9 @@ pub fn generate(
     match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
         Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
-        Decoding::Block => block::generate(target, draft, prompt, config, rng),
-        Decoding::Traversal(tree) => {
-            traversal::generate(target, draft, prompt, scheme, tree, config, rng)
+        Decoding::Paths(verifier) => {
+            let verify = |paths: &_, rng: &mut SpecRng| verifier.verify(paths, rng);
+            paths::generate(target, draft, prompt, scheme, &verify, config, rng)
         }
     }
 }

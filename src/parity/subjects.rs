@@ -12,8 +12,8 @@ use crate::experiment::runner::{decode_config, processing_at};
 use crate::laws::Processing;
 use crate::model::ModelPair;
 use crate::rng::SpecRng;
-use crate::select::block::BlockRule;
-use crate::select::{Decoding, Scheme, SchemeSpec};
+use crate::select::block::{self, Block, BlockRule};
+use crate::select::{Scheme, SchemeSpec};
 
 /// The target temperature the target-temperature mutant decodes at, as a
 /// factor of the true one (5 %: the smallest effect to detect).
@@ -113,7 +113,8 @@ impl Subject {
                 decode::generate(target, draft, prompt, scheme.as_ref(), decode, rng)
             }
             Decoder::Block(rule) => {
-                decode::block::generate_with(target, draft, prompt, decode, *rule, rng)
+                let verify = |paths: &_, rng: &mut SpecRng| block::verify_with(paths, *rule, rng);
+                decode::paths::generate(target, draft, prompt, &Block, &verify, decode, rng)
             }
         }
     }
@@ -153,7 +154,7 @@ pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
 /// with the token-wise residual and as vllm-ascend shipped it (#7807).
 fn mutants_of(cells: &[(&Cell, &SchemeSpec)], config: &Config) -> Vec<Subject> {
     let is = |s: &SchemeSpec, id: &str| s.as_str().split(':').next() == Some(id);
-    let walk = |s: &SchemeSpec| !is(s, "single") && matches!(s.build().decoding(), Decoding::Walk);
+    let walk = |s: &SchemeSpec| !is(s, "single") && s.build().decoding().is_walk();
     let preferred = (cells.iter().find(|(_, s)| is(s, "specinfer")))
         .or_else(|| cells.iter().find(|(_, s)| walk(s)))
         .or_else(|| cells.iter().find(|(_, s)| !is(s, "block")));

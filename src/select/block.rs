@@ -1,11 +1,13 @@
 //! Block verification (Sun et al.; `docs/schemes.md` k) for one draft chain.
 //!
-//! It is a sequence-level verifier: the decode engine runs it over the whole
-//! chain ([`crate::decode::block`]). At a single node (γ = 1) it *is* SD, so
+//! It is a path verifier ([`super::paths`]): the decode engine runs it over
+//! the whole chain. At a single node (γ = 1) it *is* SD, so
 //! its token-level form, used by `verify` and `theory accept`, is SD's rule.
 
 use crate::laws::Dist;
+use crate::rng::SpecRng;
 
+use super::paths::{Ending, Kept, PathVerifier, Paths};
 use super::single::Single;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
 use super::look::{Look, Marker, palette};
@@ -31,8 +33,8 @@ impl Scheme for Block {
         ENTRY.id
     }
 
-    fn decoding(&self) -> Decoding {
-        Decoding::Block
+    fn decoding(&self) -> Decoding<'_> {
+        Decoding::Paths(self)
     }
 
     fn max_drafts(&self) -> Option<usize> {
@@ -52,6 +54,51 @@ impl Scheme for Block {
     }
 }
 
+/// Block verification of the first drafted row (the scheme drafts one).
+impl PathVerifier for Block {
+    fn verify(&self, paths: &Paths, rng: &mut SpecRng) -> Kept {
+        verify_with(paths, BlockRule::Exact, rng)
+    }
+
+    fn endings(&self, paths: &Paths) -> Vec<Ending> {
+        let verifier = BlockVerifier::of(paths);
+        let weights = verifier.weights();
+        verifier
+            .keep_law(&weights)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, keep)| keep > 0.0)
+            .map(|(tau, keep)| Ending {
+                row: 0,
+                len: tau,
+                prob: keep,
+                next: verifier.next_law(&weights, tau),
+            })
+            .collect()
+    }
+}
+
+/// One block round over the first row under `rule`: the keep-test over
+/// the chain (L uniforms), then the next token from the kept prefix's
+/// residual (one more). The exact rule, or a wrong reading that `parity`
+/// runs as a mutant.
+pub fn verify_with(paths: &Paths, rule: BlockRule, rng: &mut SpecRng) -> Kept {
+    let verifier = BlockVerifier::of(paths);
+    let weights = verifier.weights();
+    let uniforms: Vec<f64> = (0..verifier.tokens.len()).map(|_| rng.uniform()).collect();
+    let tau = verifier.keep_with(&weights, &uniforms, rule);
+    let next = verifier.next_law_with(&weights, tau, rule);
+    let u = rng.uniform();
+    let y = crate::laws::sample_with(next.len(), |i| next[i].1, u)
+        .map(|i| next[i].0)
+        .expect("a next-token law has mass");
+    Kept {
+        row: 0,
+        len: tau,
+        next: y,
+    }
+}
+
 /// The block-verification rule for one chain: which prefix to keep and the
 /// law of the token after it. `p[i]`, `q[i]` are the target and draft laws
 /// at prefix `X^i` (`p` has γ + 1 entries, `q` γ); `tokens` is `X_1..X_γ`.
@@ -68,7 +115,16 @@ pub struct BlockWeights {
     pub h: Vec<f64>,
 }
 
-impl BlockVerifier<'_> {
+impl<'a> BlockVerifier<'a> {
+    /// The rule over the first row of `paths`.
+    pub fn of(paths: &'a Paths) -> Self {
+        Self {
+            p: paths.target[0].iter().map(|p| p.as_ref()).collect(),
+            q: paths.draft[0].iter().map(|q| q.as_ref()).collect(),
+            tokens: &paths.tokens[0],
+        }
+    }
+
     pub fn weights(&self) -> BlockWeights {
         let gamma = self.tokens.len();
         let mut w = vec![1.0; gamma + 1];

@@ -19,6 +19,7 @@ pub mod id_filter;
 pub mod lazy;
 pub mod look;
 pub mod pair;
+pub mod paths;
 #[macro_use]
 pub mod registry;
 pub mod tournament;
@@ -49,6 +50,7 @@ use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
 pub use draft::{DraftLaw, InputSampler};
+pub use paths::PathVerifier;
 pub use registry::{Entry, SchemeInfo, SchemeSpec, build, build_list, catalogue};
 
 /// A scheme could not be built or prepared (bad parameters, unsupported
@@ -158,28 +160,25 @@ pub enum RaceTree {
 }
 
 /// How the decode engine runs a scheme over a round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decoding {
+#[derive(Clone, Copy, Debug)]
+pub enum Decoding<'a> {
     /// K drafted sequences, the token-level scheme at every node of the walk.
     Walk,
     /// Exponential races shared by drafter and verifier (ERSD), drafting
     /// a tree of the given shape.
     Race(RaceTree),
-    /// One draft chain verified as a block (block verification).
-    Block,
-    /// K chains verified as a tree, leaves to root (Traversal
-    /// Verification), formed into a tree the given way.
-    Traversal(traversal::TreeMode),
+    /// K drafted paths verified as a whole by the verifier (block
+    /// verification, Traversal Verification, …; see [`paths`]).
+    Paths(&'a dyn PathVerifier),
 }
 
 /// What the engine and the checks ask of a decoding, so that no caller
-/// matches on its variants: a new sequence-level decoder answers here.
-impl Decoding {
+/// matches on its variants.
+impl Decoding<'_> {
     /// It decides over a whole round, not node by node: its exactness is
     /// a round law (`decode::exact`), and it has no node rule to enumerate.
     pub fn decides_whole_rounds(self) -> bool {
-        matches!(self, Decoding::Block | Decoding::Traversal(_))
+        matches!(self, Decoding::Paths(_))
     }
 
     /// Drafter and verifier share their randomness (ERSD's races): there is
@@ -191,7 +190,16 @@ impl Decoding {
 
     /// It drafts its K rows from one law (one draft temperature).
     pub fn needs_identical_drafts(self) -> bool {
-        matches!(self, Decoding::Race(_) | Decoding::Traversal(_))
+        match self {
+            Decoding::Walk => false,
+            Decoding::Race(_) => true,
+            Decoding::Paths(verifier) => verifier.needs_identical_drafts(),
+        }
+    }
+
+    /// A walk, run node by node by the token-level rule.
+    pub fn is_walk(self) -> bool {
+        matches!(self, Decoding::Walk)
     }
 }
 
@@ -211,7 +219,7 @@ pub trait Scheme: Send + Sync + fmt::Debug {
     }
 
     /// How a round runs this scheme (most schemes: the walk).
-    fn decoding(&self) -> Decoding {
+    fn decoding(&self) -> Decoding<'_> {
         Decoding::Walk
     }
 

@@ -433,7 +433,7 @@ impl Scheme for Ersd {
         DraftLaw::WithoutReplacement
     }
 
-    fn decoding(&self) -> super::Decoding {
+    fn decoding(&self) -> super::Decoding<'_> {
         super::Decoding::Race(self.tree)
     }
 

@@ -9,8 +9,8 @@
 //! (first `p(·|u)`), a weight `w_u` (the probability that what is left of
 //! its subtree is accepted somewhere) and, kept apart, `ω_u = 1 − w_u`:
 //! recomputing `1 − w` near `w = 1` loses the digits that decide a
-//! rejection. It is a sequence-level verifier: the decode engine runs it over
-//! the whole drafted tree ([`crate::decode::traversal`]). Its token-level
+//! rejection. It is a path verifier ([`super::paths`]): the decode engine runs
+//! it over the whole drafted tree. Its token-level
 //! form (one node, `verify` and `theory accept`) is the same traversal over
 //! a tree of depth one; with the `mult` tree that is SpecInfer.
 
@@ -23,6 +23,7 @@ use super::draft::{DraftLaw, remaining_mass, support_mass};
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
 use super::specinfer::{SpecInfer, aligned_get, sample_aligned, support_values};
+use super::paths::{Ending as PathEnding, Kept, PathVerifier, Paths};
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, require_identical};
 
 pub const ENTRY: Entry = Entry {
@@ -88,6 +89,39 @@ pub struct Traversal {
     pub tree: TreeMode,
 }
 
+/// The traversal of the paths' tree, formed as `tree` says.
+impl PathVerifier for Traversal {
+    fn verify(&self, paths: &Paths, rng: &mut SpecRng) -> Kept {
+        let tree = DraftTree::of(self.tree, paths);
+        let (node, next) = Traverser::new(&tree).run(rng);
+        Kept {
+            row: tree.nodes[node].row,
+            len: tree.nodes[node].depth,
+            next,
+        }
+    }
+
+    fn endings(&self, paths: &Paths) -> Vec<PathEnding> {
+        let tree = DraftTree::of(self.tree, paths);
+        Traverser::new(&tree)
+            .endings()
+            .into_iter()
+            .map(|ending| PathEnding {
+                row: tree.nodes[ending.node].row,
+                len: tree.nodes[ending.node].depth,
+                prob: ending.prob,
+                next: ending.next,
+            })
+            .collect()
+    }
+
+    /// A copy input is never entered because an identical earlier
+    /// sibling's rejection leaves it weight 0, which needs one `q`.
+    fn needs_identical_drafts(&self) -> bool {
+        true
+    }
+}
+
 impl Default for Traversal {
     fn default() -> Self {
         Self {
@@ -115,8 +149,8 @@ impl Scheme for Traversal {
         }
     }
 
-    fn decoding(&self) -> Decoding {
-        Decoding::Traversal(self.tree)
+    fn decoding(&self) -> Decoding<'_> {
+        Decoding::Paths(self)
     }
 
     /// One draft model: a copy input is never entered because an identical
@@ -235,6 +269,17 @@ pub struct DraftTree {
 }
 
 impl DraftTree {
+    /// The tree of a round's drafted paths under `mode`.
+    pub fn of(mode: TreeMode, paths: &Paths) -> Self {
+        Self::build::<std::convert::Infallible>(
+            mode,
+            &paths.tokens,
+            |r, t| paths.draft[r][t].clone(),
+            |r, t| Ok(paths.target[r][t].clone()),
+        )
+        .unwrap_or_else(|never| match never {})
+    }
+
     /// The tree of `chains` (one per drafted row, all of one length) under
     /// `mode`. `draft(row, t)` and `target(row, t)` are the laws after the
     /// row's first `t` tokens; each is asked once per node, for the node's

@@ -3,11 +3,11 @@
 //! it never emits fewer tokens per round than token-by-token SD (the round
 //! law's exactness is in tests/sequence.rs with every scheme).
 
-use specbench::decode::exact::{RoundModels, block_round_law, round_law};
+use specbench::decode::exact::{RoundModels, round_law};
 use specbench::laws::{Dist, Processing};
 use specbench::model::ToyLm;
 use specbench::rng::SpecRng;
-use specbench::select::block::{BlockRule, BlockVerifier};
+use specbench::select::block::{Block, BlockRule, BlockVerifier};
 use specbench::select::single::Single;
 
 fn dist(v: &[f64]) -> Dist {
@@ -100,7 +100,7 @@ fn block_verification_never_emits_less_than_sd_per_round() {
         let mean = |law: &specbench::decode::exact::StringLaw| {
             law.iter().map(|(s, p)| s.len() as f64 * p).sum::<f64>()
         };
-        let block = mean(&block_round_law(&models, &[1, 0], length));
+        let block = mean(&round_law(&models, &Block, &[1, 0], length).unwrap());
         let sd = mean(&round_law(&models, &Single, &[1, 0], length).unwrap());
         assert!(
             block >= sd - 1e-12,

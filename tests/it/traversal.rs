@@ -5,12 +5,12 @@
 //! the target law in every mode.
 
 use specbench::decode::exact::{
-    RoundModels, StringLaw, block_round_law, drafted_rows, extend_with_target, round_law,
-    target_law, traversal_tree,
+    RoundModels, StringLaw, drafted_rows, extend_with_target, paths_of, round_law, target_law,
 };
 use specbench::laws::Dist;
+use specbench::select::block::Block;
 use specbench::select::specinfer::SpecInfer;
-use specbench::select::traversal::{Reading, Traversal, Traverser, TreeMode};
+use specbench::select::traversal::{DraftTree, Reading, Traversal, Traverser, TreeMode};
 use specbench::select::{Scheme, build};
 use specbench::verify::instances::{Special, TreeInstance};
 
@@ -118,7 +118,7 @@ fn the_tree_modes_are_different_verifiers() {
 fn at_one_chain_traversal_is_block_verification() {
     for inst in instances(24, 3) {
         with_models(&inst, 1, |models, _| {
-            let block = block_round_law(models, &PROMPT, 3);
+            let block = round_law(models, &Block, &PROMPT, 3).unwrap();
             for mode in MODES {
                 let traversal = round_law(models, &Traversal { tree: mode }, &PROMPT, 3).unwrap();
                 let gap = max_difference(&block, &traversal);
@@ -147,7 +147,7 @@ fn reading_law(models: &RoundModels, mode: TreeMode, reading: Reading, length: u
     let scheme = Traversal { tree: mode };
     let mut law = StringLaw::new();
     for (rows, prob) in drafted_rows(models, &scheme, &PROMPT, length) {
-        let tree = traversal_tree(models, mode, &PROMPT, &rows);
+        let tree = DraftTree::of(mode, &paths_of(models, &PROMPT, rows));
         for ending in Traverser::with_reading(&tree, reading).endings() {
             let path = tree.path(ending.node);
             for (y, py) in ending.next {
