@@ -55,28 +55,41 @@ impl fmt::Display for CellKind {
 
 serde_as_text!(CellKind);
 
-/// The scheme column of a cell: a registry id (`is`, `single`), or
-/// `target` for the target-only baseline. Checked against the registry
-/// when read, so a report never meets a scheme it cannot name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SchemeId(&'static str);
+/// The scheme column of a cell: the target-only baseline (written
+/// `target`, a word no registry id may take), or a registry id (`is`,
+/// `single`), checked against the registry when read, so a report never
+/// meets a scheme it cannot name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum SchemeId {
+    /// No scheme: the target alone.
+    #[default]
+    TargetOnly,
+    /// A scheme of the registry, by its entry's id.
+    Registered(&'static str),
+}
 
 impl SchemeId {
-    pub const TARGET: SchemeId = SchemeId("target");
+    /// The column's word for the target-only baseline.
+    pub const TARGET_WORD: &'static str = "target";
 
     /// The id of a scheme spec (`is` of `is:m=40:s=5`).
     pub fn of(spec: &SchemeSpec) -> Self {
-        SchemeId(spec.id())
+        SchemeId::Registered(spec.id())
     }
 
     pub fn as_str(&self) -> &'static str {
-        self.0
+        match self {
+            SchemeId::TargetOnly => Self::TARGET_WORD,
+            SchemeId::Registered(id) => id,
+        }
     }
-}
 
-impl Default for SchemeId {
-    fn default() -> Self {
-        SchemeId::TARGET
+    /// The registry entry; none for the target alone.
+    pub fn entry(&self) -> Option<&'static registry::Entry> {
+        match self {
+            SchemeId::TargetOnly => None,
+            SchemeId::Registered(id) => registry::entry(id),
+        }
     }
 }
 
@@ -84,19 +97,19 @@ impl std::ops::Deref for SchemeId {
     type Target = str;
 
     fn deref(&self) -> &str {
-        self.0
+        self.as_str()
     }
 }
 
 impl PartialEq<str> for SchemeId {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for SchemeId {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
+        self.as_str() == *other
     }
 }
 
@@ -105,11 +118,11 @@ impl FromStr for SchemeId {
 
     fn from_str(text: &str) -> Result<Self> {
         let text = text.trim();
-        if text == SchemeId::TARGET.0 {
-            return Ok(SchemeId::TARGET);
+        if text == Self::TARGET_WORD {
+            return Ok(SchemeId::TargetOnly);
         }
         match registry::entry(text) {
-            Some(entry) => Ok(SchemeId(entry.id)),
+            Some(entry) => Ok(SchemeId::Registered(entry.id)),
             None => bail!(
                 "scheme '{text}' is not in this build's registry (see `specbench schemes`): the file may come from a newer specbench"
             ),
@@ -119,7 +132,7 @@ impl FromStr for SchemeId {
 
 impl fmt::Display for SchemeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+        f.write_str(self.as_str())
     }
 }
 

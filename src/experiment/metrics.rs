@@ -115,7 +115,7 @@ impl CellRow {
         let selection: f64 = generations.iter().map(|g| g.selection_seconds).sum();
         let (scheme, params) = match cell.scheme() {
             Some(spec) => (SchemeId::of(spec), spec.params().to_string()),
-            None => (SchemeId::TARGET, String::new()),
+            None => (SchemeId::TargetOnly, String::new()),
         };
         let eos_prompts = generations
             .iter()

@@ -6,6 +6,8 @@
 //! always holds whole groups. The target-only baseline forms its own group
 //! per (dataset, seed): it does not depend on the drafts.
 
+use std::sync::Arc;
+
 use anyhow::{Result, bail};
 
 use super::cell::{CellKind, SchemeId, TempSet};
@@ -86,7 +88,7 @@ impl Cell {
     pub fn scheme_label(&self) -> String {
         match self.scheme() {
             Some(spec) => spec.to_string(),
-            None => SchemeId::TARGET.to_string(),
+            None => SchemeId::TARGET_WORD.to_string(),
         }
     }
 }
@@ -109,8 +111,13 @@ pub struct Plan {
 impl Plan {
     pub fn build(config: &Config) -> Result<Self> {
         let mut builder = Builder {
-            schemes: config.sweep.schemes.iter().map(SchemeSpec::build).collect(),
-            sd: build("single").map_err(|e| anyhow::anyhow!("{e}"))?,
+            schemes: config
+                .sweep
+                .schemes
+                .iter()
+                .map(SchemeSpec::shared)
+                .collect(),
+            sd: build("single").map_err(|e| anyhow::anyhow!("{e}"))?.into(),
             drafts: &config.sweep.drafts,
             plan: Plan::default(),
             group: 0,
@@ -171,8 +178,8 @@ impl Plan {
 
 /// Fills a plan group by group (the order shards and `--resume` rely on).
 struct Builder<'c> {
-    schemes: Vec<Box<dyn Scheme>>,
-    sd: Box<dyn Scheme>,
+    schemes: Vec<Arc<dyn Scheme>>,
+    sd: Arc<dyn Scheme>,
     drafts: &'c [usize],
     plan: Plan,
     group: usize,
@@ -194,7 +201,7 @@ impl Builder<'_> {
     /// One (dataset, temperature set, seed) group: the SD baseline first,
     /// then every scheme at every K the set allows.
     fn draft_group(&mut self, dataset: Dataset, set: TempSet, seed: u64, report_skips: bool) {
-        let cell = |kind, scheme: &dyn Scheme, temps: Vec<f64>| Cell {
+        let cell = |kind, scheme: &Arc<dyn Scheme>, temps: Vec<f64>| Cell {
             id: format!(
                 "{}/{set}/K{}/{}/seed{seed}",
                 dataset.name(),
@@ -206,19 +213,19 @@ impl Builder<'_> {
             seed,
             decoder: CellDecoder::Drafted {
                 baseline: kind == CellKind::Sd,
-                scheme: SchemeSpec::of(scheme),
+                scheme: SchemeSpec::of(Arc::clone(scheme)),
                 draft_temps: temps,
                 temp_set: set,
             },
         };
         let first = set.first().expect("draft groups have temperatures");
-        let mut cells = vec![cell(CellKind::Sd, self.sd.as_ref(), vec![first])];
+        let mut cells = vec![cell(CellKind::Sd, &self.sd, vec![first])];
         // Other single-draft schemes (block verification) run once per
         // group on draft 1, beside the SD baseline.
         if let TempSet::Identical(t) = set {
             for scheme in &self.schemes {
                 if scheme.max_drafts() == Some(1) && scheme.id() != self.sd.id() {
-                    cells.push(cell(CellKind::Scheme, scheme.as_ref(), vec![t]));
+                    cells.push(cell(CellKind::Scheme, scheme, vec![t]));
                 }
             }
         }
@@ -234,7 +241,7 @@ impl Builder<'_> {
             // SD is already the group's baseline.
             for scheme in self.schemes.iter().filter(|s| s.max_drafts() != Some(1)) {
                 match supports(scheme.as_ref(), &temps) {
-                    Ok(()) => cells.push(cell(CellKind::Scheme, scheme.as_ref(), temps.clone())),
+                    Ok(()) => cells.push(cell(CellKind::Scheme, scheme, temps.clone())),
                     Err(reason) if report_skips => self.plan.skipped.push(Skipped {
                         scheme: scheme.label(),
                         k,

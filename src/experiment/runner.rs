@@ -306,7 +306,7 @@ fn run_cell(
     progress: &Progress,
 ) -> Result<Vec<Generation>> {
     let mut decode = decode_config(cell, config);
-    let scheme = cell.scheme().map(SchemeSpec::build);
+    let scheme = cell.scheme().map(SchemeSpec::scheme);
     let mut generations = Vec::with_capacity(prompts.tokens.len());
     for (i, prompt) in prompts.tokens.iter().enumerate() {
         let mut rng = prompt_rng(cell.seed, cell.dataset, i);
@@ -316,7 +316,7 @@ fn run_cell(
                 models.target.as_mut(),
                 models.draft.as_mut(),
                 prompt,
-                scheme.as_ref(),
+                *scheme,
                 &decode,
                 &mut rng,
             )?,

@@ -3,6 +3,8 @@
 //! that must fail — the same decoders with one known mistake each
 //! (docs/exactness.md, "End to end").
 
+use std::sync::Arc;
+
 use anyhow::Result;
 
 use crate::decode::{self, DecodeConfig, Generation};
@@ -51,7 +53,7 @@ pub enum Decoder {
     /// Target-only decoding, one call per token.
     TargetOnly,
     /// A scheme through the decode engine (a mutant's wrapped scheme too).
-    Scheme(Box<dyn Scheme>),
+    Scheme(Arc<dyn Scheme>),
     /// Block verification under the given rule.
     Block(BlockRule),
 }
@@ -80,7 +82,7 @@ impl Subject {
             draft_temps: cell.draft_temps().to_vec(),
             decoder: match cell.scheme() {
                 None => Decoder::TargetOnly,
-                Some(spec) => Decoder::Scheme(spec.build()),
+                Some(spec) => Decoder::Scheme(spec.shared()),
             },
             decode,
         }
@@ -154,7 +156,7 @@ pub fn plan(config: &Config, mutants: bool) -> Result<Vec<Subject>> {
 /// with the token-wise residual and as vllm-ascend shipped it (#7807).
 fn mutants_of(cells: &[(&Cell, &SchemeSpec)], config: &Config) -> Vec<Subject> {
     let is = |s: &SchemeSpec, id: &str| s.as_str().split(':').next() == Some(id);
-    let walk = |s: &SchemeSpec| !is(s, "single") && s.build().decoding().is_walk();
+    let walk = |s: &SchemeSpec| !is(s, "single") && s.scheme().decoding().is_walk();
     let preferred = (cells.iter().find(|(_, s)| is(s, "specinfer")))
         .or_else(|| cells.iter().find(|(_, s)| walk(s)))
         .or_else(|| cells.iter().find(|(_, s)| !is(s, "block")));

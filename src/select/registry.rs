@@ -11,6 +11,7 @@
 //! (`is:m=20:s=10`, `spectr:rho=1.6`); lists are comma-separated.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::look::Look;
 use super::{DraftLaw, Drafts, SCHEMES, Scheme, SchemeError, fail};
@@ -229,23 +230,24 @@ pub fn build(spec: &str) -> Result<Box<dyn Scheme>, SchemeError> {
 }
 
 /// A scheme as a config or flag names it (`is:m=20:s=10`): its registry
-/// entry and the text, written back as given. Only made by parsing, which
-/// builds it once, so the entry is known and [`SchemeSpec::build`] is the
-/// same successful build again.
+/// entry, the text, written back as given, and the scheme it built. Only
+/// made by parsing or from a built scheme, so all three agree.
 #[derive(Clone)]
 pub struct SchemeSpec {
     text: String,
     entry: &'static Entry,
+    scheme: Arc<dyn Scheme>,
 }
 
 impl SchemeSpec {
     /// A built scheme's spec: its label with every parameter
     /// (`is:m=40:s=5`), as cell ids and `cells.csv` write it.
-    pub fn of(scheme: &dyn Scheme) -> Self {
+    pub fn of(scheme: Arc<dyn Scheme>) -> Self {
         let entry = entry(scheme.id()).expect("a built scheme's id is a registry id");
         Self {
             text: scheme.label(),
             entry,
+            scheme,
         }
     }
 
@@ -259,9 +261,14 @@ impl SchemeSpec {
         self.text.split_once(':').map_or("", |(_, params)| params)
     }
 
-    /// The scheme; parsing built it from the same text already.
-    pub fn build(&self) -> Box<dyn Scheme> {
-        build(&self.text).unwrap_or_else(|e| panic!("{} was built when parsed: {e}", self.text))
+    /// The scheme, built once when parsed.
+    pub fn scheme(&self) -> &dyn Scheme {
+        self.scheme.as_ref()
+    }
+
+    /// The scheme, shared with whoever else holds it.
+    pub fn shared(&self) -> Arc<dyn Scheme> {
+        Arc::clone(&self.scheme)
     }
 
     pub fn as_str(&self) -> &str {
@@ -287,11 +294,12 @@ impl std::str::FromStr for SchemeSpec {
     type Err = SchemeError;
 
     fn from_str(spec: &str) -> Result<Self, SchemeError> {
-        let scheme = build(spec)?;
+        let scheme: Arc<dyn Scheme> = build(spec)?.into();
         let entry = entry(scheme.id()).expect("a built scheme's id is a registry id");
         Ok(Self {
             text: spec.trim().to_string(),
             entry,
+            scheme,
         })
     }
 }
@@ -445,6 +453,12 @@ mod tests {
                 assert!(!b.named(a.id), "{} named twice", a.id);
                 assert_ne!(a.look, b.look, "{} and {} share a look", a.id, b.id);
             }
+            // cells.csv writes the target-only baseline's scheme as `target`.
+            assert!(
+                !a.named("target"),
+                "{}: `target` is the baseline's word",
+                a.id
+            );
         }
     }
 
