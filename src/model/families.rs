@@ -13,8 +13,20 @@ use candle_nn::VarBuilder;
 use super::checked_product;
 use super::llama::{Llama, LlamaConfig};
 use super::opt::{Opt, OptConfig, parameter_count};
-use super::shape::ModelShape;
 use super::{CausalLm, ModelInfo};
+
+/// What memory depends on: weights, and the key/value cache per position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelShape {
+    pub parameters: usize,
+    pub layers: usize,
+    /// Key/value heads × head dimension: one position's keys (or values)
+    /// in one layer and row.
+    pub kv_width: usize,
+    pub attention_heads: usize,
+    pub vocab: usize,
+    pub max_positions: usize,
+}
 
 /// What a family's `load` reads: config.json (and its path, for messages),
 /// the weights when it asks for them, and the model's description so far.

@@ -11,22 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use hf_hub::{Cache, Repo, RepoType};
 
+pub use super::families::ModelShape;
 use super::families::{family, family_name, family_names, opt_shape_of};
 use super::opt::opt_shape;
 use super::random;
-
-/// What memory depends on: weights, and the key/value cache per position.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModelShape {
-    pub parameters: usize,
-    pub layers: usize,
-    /// Key/value heads × head dimension: one position's keys (or values)
-    /// in one layer and row.
-    pub kv_width: usize,
-    pub attention_heads: usize,
-    pub vocab: usize,
-    pub max_positions: usize,
-}
 
 /// A shape and where it was read (`config.json in the cache`, …).
 #[derive(Clone, Debug)]

@@ -7,11 +7,11 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
+use super::look::{Look, Marker, palette};
 use super::paths::{Ending, Kept, PathVerifier, Paths};
+use super::registry::Entry;
 use super::single::Single;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
-use super::look::{Look, Marker, palette};
-use super::registry::Entry;
 
 pub const ENTRY: Entry = Entry {
     id: "block",

@@ -31,6 +31,7 @@
 
 use std::sync::atomic::Ordering as AtomicOrdering;
 
+use super::descending;
 use super::estimate::{ALPHA, C1, C2, Estimate};
 use super::kernels::{Near, portable::near_sums};
 use super::{
@@ -38,7 +39,6 @@ use super::{
     near_of, rounding_margin, slots, tail_error, with_workspace,
 };
 use crate::laws::Dist;
-use crate::laws::processing::descending;
 use crate::laws::weights;
 
 /// What [`top_p_draws`] gives.

@@ -55,6 +55,7 @@
 //! bound; [`kernels`] the inner loops, behind one trait, portable and in
 //! AVX2, with the one place that picks which run.
 
+use std::cmp::Ordering;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
@@ -65,10 +66,15 @@ mod kernels;
 #[cfg(test)]
 mod tests;
 
-use super::processing::descending;
 use super::{Dist, weights};
 use estimate::{ALPHA, Estimate};
 use kernels::{Crossing, Near, NearOut, Packed};
+
+/// Larger probability first, ties by smaller id. The values are positive
+/// and finite, so their bit patterns order like the values.
+pub(crate) fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
+    b.0.to_bits().cmp(&a.0.to_bits()).then(a.1.cmp(&b.1))
+}
 
 pub(super) use draw::{Drawn, top_p_draws};
 

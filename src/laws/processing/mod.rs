@@ -14,7 +14,6 @@ mod nucleus;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use nucleus::descending;
 use nucleus::{histogram, nucleus};
 
 /// Logit processing applied to target and draft logits before any scheme

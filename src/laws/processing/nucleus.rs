@@ -1,10 +1,9 @@
 //! The nucleus (top-p) cut of a law's exact weights: bucketed by their
 //! leading bits, only the crossing bucket sorted.
 
-use std::cmp::Ordering;
-
 use rayon::prelude::*;
 
+use super::super::certified::descending;
 use super::super::weights;
 
 /// The shortest prefix, in descending-probability order, whose mass reaches
@@ -149,12 +148,6 @@ fn bucket(w: f64) -> usize {
     // 1.0 has exponent and top mantissa bits 4092 (= 0x3FF << 2).
     let top = (w.to_bits() >> 50) as usize;
     4095usize.saturating_sub(top).min(BUCKETS - 1)
-}
-
-/// Larger probability first, ties by smaller id. The values are positive
-/// and finite, so their bit patterns order like the values.
-pub(crate) fn descending(a: &(f64, u32), b: &(f64, u32)) -> Ordering {
-    b.0.to_bits().cmp(&a.0.to_bits()).then(a.1.cmp(&b.1))
 }
 
 /// [`nucleus`] by sorting every positive token: the reference, and the
