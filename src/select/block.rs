@@ -4,6 +4,8 @@
 //! the whole chain. At a single node (γ = 1) it *is* SD, so
 //! its token-level form, used by `verify` and `theory accept`, is SD's rule.
 
+use std::rc::Rc;
+
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
@@ -61,20 +63,7 @@ impl PathVerifier for Block {
     }
 
     fn endings(&self, paths: &Paths) -> Vec<Ending> {
-        let verifier = BlockVerifier::of(paths);
-        let weights = verifier.weights();
-        verifier
-            .keep_law(&weights)
-            .into_iter()
-            .enumerate()
-            .filter(|&(_, keep)| keep > 0.0)
-            .map(|(tau, keep)| Ending {
-                row: 0,
-                len: tau,
-                prob: keep,
-                next: verifier.next_law(&weights, tau),
-            })
-            .collect()
+        BlockVerifier::of(paths).endings(0)
     }
 }
 
@@ -83,20 +72,7 @@ impl PathVerifier for Block {
 /// residual (one more). The exact rule, or a wrong reading that `parity`
 /// runs as a mutant.
 pub fn verify_with(paths: &Paths, rule: BlockRule, rng: &mut SpecRng) -> Kept {
-    let verifier = BlockVerifier::of(paths);
-    let weights = verifier.weights();
-    let uniforms: Vec<f64> = (0..verifier.tokens.len()).map(|_| rng.uniform()).collect();
-    let tau = verifier.keep_with(&weights, &uniforms, rule);
-    let next = verifier.next_law_with(&weights, tau, rule);
-    let u = rng.uniform();
-    let y = crate::laws::sample_with(next.len(), |i| next[i].1, u)
-        .map(|i| next[i].0)
-        .expect("a next-token law has mass");
-    Kept {
-        row: 0,
-        len: tau,
-        next: y,
-    }
+    BlockVerifier::of(paths).draw(0, rule, rng)
 }
 
 /// The block-verification rule for one chain: which prefix to keep and the
@@ -118,10 +94,54 @@ pub struct BlockWeights {
 impl<'a> BlockVerifier<'a> {
     /// The rule over the first row of `paths`.
     pub fn of(paths: &'a Paths) -> Self {
+        Self::along(paths, 0, &paths.draft[0])
+    }
+
+    /// The rule over row `row` of `paths` with draft laws `q` (one per
+    /// drafted token) in place of the row's own: a verifier that selects
+    /// a row runs block verification on it against the law the selected
+    /// row was in fact drawn from (GBV, `docs/schemes.md` o).
+    pub fn along(paths: &'a Paths, row: usize, q: &'a [Rc<Dist>]) -> Self {
         Self {
-            p: paths.target[0].iter().map(|p| p.as_ref()).collect(),
-            q: paths.draft[0].iter().map(|q| q.as_ref()).collect(),
-            tokens: &paths.tokens[0],
+            p: paths.target[row].iter().map(|p| p.as_ref()).collect(),
+            q: q.iter().map(|q| q.as_ref()).collect(),
+            tokens: &paths.tokens[row],
+        }
+    }
+
+    /// Every ending of the rule (the kept length τ with its probability and
+    /// the next token's law), reported as row `row`'s.
+    pub fn endings(&self, row: usize) -> Vec<Ending> {
+        let weights = self.weights();
+        self.keep_law(&weights)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, keep)| keep > 0.0)
+            .map(|(tau, keep)| Ending {
+                row,
+                len: tau,
+                prob: keep,
+                next: self.next_law(&weights, tau),
+            })
+            .collect()
+    }
+
+    /// One round under `rule`, reported as row `row`'s: the keep-test over
+    /// the chain (γ uniforms), then the next token from the kept prefix's
+    /// residual (one more).
+    pub fn draw(&self, row: usize, rule: BlockRule, rng: &mut SpecRng) -> Kept {
+        let weights = self.weights();
+        let uniforms: Vec<f64> = (0..self.tokens.len()).map(|_| rng.uniform()).collect();
+        let tau = self.keep_with(&weights, &uniforms, rule);
+        let next = self.next_law_with(&weights, tau, rule);
+        let u = rng.uniform();
+        let y = crate::laws::sample_with(next.len(), |i| next[i].1, u)
+            .map(|i| next[i].0)
+            .expect("a next-token law has mass");
+        Kept {
+            row,
+            len: tau,
+            next: y,
         }
     }
 

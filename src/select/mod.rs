@@ -40,6 +40,7 @@ schemes! {
     race: ENTRY;
     block: ENTRY;
     traversal: ENTRY;
+    gbv: ENTRY;
     spechub: ENTRY;
     weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
 }

@@ -18,6 +18,7 @@ mod doc_paths;
 mod exactness;
 mod failed_cells;
 mod fast_paths;
+mod gbv;
 mod gguf_smollm2;
 mod gguf_tiny;
 mod global_resolution;

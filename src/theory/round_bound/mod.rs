@@ -19,8 +19,8 @@ use lp::{Bound, drafted_tries, round_dual, round_lp};
 use node_lp::{NodeBound, node_lp};
 
 /// The verifiers `round-bound` lists by default, in order: block
-/// verification, SpecInfer (the walk, `docs/schemes.md` §2.1), RSD, SpecHub and
-/// Traversal Verification in its three tree modes. A scheme whose exact
+/// verification, SpecInfer (the walk, `docs/schemes.md` §2.1), RSD, SpecHub,
+/// Traversal Verification in its three tree modes and GBV. A scheme whose exact
 /// round law `decode::exact::round_law` enumerates, and whose drafting is
 /// its `draft_law()` at the root then independent chains, is one more
 /// entry here.
@@ -32,6 +32,7 @@ pub const SCHEMES: &[&str] = &[
     "traversal",
     "traversal:tree=merged",
     "traversal:tree=distinct",
+    "gbv",
 ];
 
 /// One scheme: its exact E[tokens per round] and the LP for its drafting.
