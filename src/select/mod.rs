@@ -39,6 +39,7 @@ schemes! {
     optimal: oracle::ENTRY;
     race: ENTRY;
     block: ENTRY;
+    hsd: ENTRY;
     traversal: ENTRY;
     spechub: ENTRY;
     weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
