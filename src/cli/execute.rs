@@ -177,7 +177,10 @@ fn theory_round_bound(args: RoundBoundArgs) -> Result<(), String> {
         }
         None => Instance::random(args.vocab, args.k, args.length, args.seed)?,
     };
-    let report = round_bound(&instance, args.schemes.as_deref(), args.check)?;
+    let mut report = round_bound(&instance, args.schemes.as_deref(), args.check)?;
+    if args.readings {
+        report.add_readings(&instance)?;
+    }
     print_result(&report, args.json, || report.to_table())
 }
 

@@ -360,6 +360,11 @@ pub struct RoundBoundArgs {
     /// instances; a check: both values equal the reported LP's).
     #[arg(long)]
     pub check: bool,
+    /// Also enumerate each path verifier's known wrong readings (HSD's
+    /// published code, block verification's mutants): their expected
+    /// tokens and the total-variation distance of their law from the target's.
+    #[arg(long)]
+    pub readings: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

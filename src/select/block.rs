@@ -10,7 +10,7 @@ use crate::laws::Dist;
 use crate::rng::SpecRng;
 
 use super::look::{Look, Marker, palette};
-use super::paths::{Ending, Kept, PathVerifier, Paths};
+use super::paths::{Ending, Kept, PathVerifier, Paths, WrongReading};
 use super::registry::Entry;
 use super::single::Single;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
@@ -64,6 +64,57 @@ impl PathVerifier for Block {
 
     fn endings(&self, paths: &Paths) -> Vec<Ending> {
         BlockVerifier::of(paths).endings(0)
+    }
+
+    /// The two readings `parity` runs as mutants.
+    fn wrong_readings(&self) -> Vec<WrongReading> {
+        [
+            (
+                BlockRule::TokenWiseResidual,
+                "token-wise-residual",
+                "docs/schemes.md k (pitfall: p instead of w_τ·p in the residual)",
+            ),
+            (
+                BlockRule::Shipped7807,
+                "vllm-ascend-before-7807",
+                "vllm-project/vllm-ascend's rule before its #7807 was fixed",
+            ),
+        ]
+        .into_iter()
+        .map(|(rule, name, source)| WrongReading {
+            name,
+            source,
+            verifier: Box::new(BlockReading(rule)),
+        })
+        .collect()
+    }
+}
+
+/// Block verification under a rule other than its own: a verifier whose
+/// endings the exact round law sums, as it does [`Block`]'s.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockReading(pub BlockRule);
+
+impl PathVerifier for BlockReading {
+    fn verify(&self, paths: &Paths, rng: &mut SpecRng) -> Kept {
+        verify_with(paths, self.0, rng)
+    }
+
+    fn endings(&self, paths: &Paths) -> Vec<Ending> {
+        let verifier = BlockVerifier::of(paths);
+        let weights = verifier.weights();
+        verifier
+            .keep_law_with(&weights, self.0)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, keep)| keep > 0.0)
+            .map(|(tau, keep)| Ending {
+                row: 0,
+                len: tau,
+                prob: keep,
+                next: verifier.next_law_with(&weights, tau, self.0),
+            })
+            .collect()
     }
 }
 
@@ -267,6 +318,69 @@ impl BlockVerifier<'_> {
             }
         }
     }
+}
+
+impl BlockVerifier<'_> {
+    /// `Pr[τ = i]`, i = 0..γ, under `rule`.
+    pub fn keep_law_with(&self, weights: &BlockWeights, rule: BlockRule) -> Vec<f64> {
+        match rule {
+            BlockRule::Exact | BlockRule::TokenWiseResidual => self.keep_law(weights),
+            BlockRule::Shipped7807 => shipped_keep_law(&weights.w),
+        }
+    }
+}
+
+/// `Pr[τ = i]` under [`BlockRule::Shipped7807`]: τ is the last i with
+/// `w_i > 0` and `u_1·…·u_i ≤ w_i`. With `S_i = −ln(u_1·…·u_i)`, the i-th
+/// arrival of a unit-rate Poisson process N, that is `S_i ≥ c_i = −ln w_i`,
+/// i.e. `N(c_i) ≤ i − 1` (almost surely); the counts at the thresholds have
+/// independent Poisson increments.
+fn shipped_keep_law(w: &[f64]) -> Vec<f64> {
+    let gamma = w.len() - 1;
+    let mut law = vec![0.0; gamma + 1];
+    for i in (1..=gamma).filter(|&i| w[i] > 0.0) {
+        // Kept at i, and at no later j that could be.
+        let mut marks: Vec<(f64, usize)> = std::iter::once(i)
+            .chain((i + 1..=gamma).filter(|&j| w[j] > 0.0))
+            .map(|j| (-w[j].ln(), j))
+            .collect();
+        marks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The law of N at the last threshold, counts capped at γ (every
+        // condition compares N with at most γ).
+        let mut counts = vec![0.0; gamma + 1];
+        counts[0] = 1.0;
+        let mut at = 0.0;
+        for (c, j) in marks {
+            counts = poisson_step(&counts, c - at);
+            at = c;
+            for (n, mass) in counts.iter_mut().enumerate() {
+                if (j == i && n >= i) || (j > i && n < j) {
+                    *mass = 0.0;
+                }
+            }
+        }
+        law[i] = counts.iter().sum();
+    }
+    law[0] = (1.0 - law[1..].iter().sum::<f64>()).max(0.0);
+    law
+}
+
+/// Counts (the last one: at least that many) after a Poisson(`mean`)
+/// increment.
+fn poisson_step(counts: &[f64], mean: f64) -> Vec<f64> {
+    let top = counts.len() - 1;
+    let mut out = vec![0.0; top + 1];
+    for (n, &mass) in counts.iter().enumerate().filter(|c| *c.1 > 0.0) {
+        let mut pmf = (-mean).exp();
+        let mut below = 0.0;
+        for k in 0..top - n {
+            out[n + k] += mass * pmf;
+            below += pmf;
+            pmf *= mean / (k + 1) as f64;
+        }
+        out[top] += mass * (1.0 - below).max(0.0);
+    }
+    out
 }
 
 /// `Σ_x (w·p(x) − q(x))_+`.

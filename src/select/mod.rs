@@ -39,6 +39,7 @@ schemes! {
     optimal: oracle::ENTRY;
     race: ENTRY;
     block: ENTRY;
+    hsd: ENTRY;
     traversal: ENTRY;
     gbv: ENTRY;
     spechub: ENTRY;

@@ -102,4 +102,22 @@ pub trait PathVerifier: Send + Sync + fmt::Debug {
     fn needs_identical_drafts(&self) -> bool {
         false
     }
+
+    /// Known wrong readings of this verifier (published or shipped code
+    /// that is not lossless), each a verifier over the same paths: `theory
+    /// round-bound --readings` prints their expected tokens beside their
+    /// distance from the target.
+    fn wrong_readings(&self) -> Vec<WrongReading> {
+        Vec::new()
+    }
+}
+
+/// A known wrong reading of a verifier, as a verifier of its own.
+#[derive(Debug)]
+pub struct WrongReading {
+    /// A short name (`published-running-max`).
+    pub name: &'static str,
+    /// Where it comes from: a file at a commit, or an issue.
+    pub source: &'static str,
+    pub verifier: Box<dyn PathVerifier>,
 }

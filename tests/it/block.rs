@@ -3,11 +3,14 @@
 //! it never emits fewer tokens per round than token-by-token SD (the round
 //! law's exactness is in tests/sequence.rs with every scheme).
 
-use specbench::decode::exact::{RoundModels, round_law};
+use specbench::decode::exact::{
+    RoundModels, StringLaw, extend_with_target, paths_round_law, round_law, target_law,
+};
 use specbench::laws::{Dist, Processing};
 use specbench::model::ToyLm;
 use specbench::rng::SpecRng;
-use specbench::select::block::{Block, BlockRule, BlockVerifier};
+use specbench::select::PathVerifier;
+use specbench::select::block::{Block, BlockReading, BlockRule, BlockVerifier};
 use specbench::select::single::Single;
 
 fn dist(v: &[f64]) -> Dist {
@@ -146,4 +149,67 @@ fn the_rule_shipped_before_vllm_ascend_7807_is_not_exact() {
     assert!((exact - 1.0 / 3.0).abs() < 5.0 * se, "{exact}");
     let shipped = first_token_zero_rate(BlockRule::Shipped7807, n);
     assert!((shipped - 1.0 / 3.0).abs() > 20.0 * se, "{shipped}");
+    // The shipped rule's endings (its keep law from the Poisson counts of
+    // the uniforms' running products) give the rate it samples.
+    let exact_shipped = toy_round_law(&BlockReading(BlockRule::Shipped7807))
+        .iter()
+        .filter(|(s, _)| s[0] == 0)
+        .map(|(_, p)| p)
+        .sum::<f64>();
+    let se = (exact_shipped * (1.0 - exact_shipped) / n as f64).sqrt();
+    assert!(
+        (shipped - exact_shipped).abs() < 5.0 * se,
+        "sampled {shipped}, endings {exact_shipped}"
+    );
+}
+
+/// The round law of a block rule over γ = 2 drafted tokens, with `p` and
+/// `q` the same after every prefix (by default the binary reference toy).
+fn round_law_of(verifier: &dyn PathVerifier, p: &Dist, q: &Dist) -> StringLaw {
+    let target = |_: &[u32]| p.clone();
+    let draft = |_: usize, _: &[u32]| q.clone();
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts: 1,
+        identical: true,
+    };
+    paths_round_law(&models, &Block, verifier, &[], 2).unwrap()
+}
+
+fn toy_round_law(verifier: &dyn PathVerifier) -> StringLaw {
+    let (p, q) = (dist(&[1.0 / 3.0, 2.0 / 3.0]), dist(&[2.0 / 3.0, 1.0 / 3.0]));
+    round_law_of(verifier, &p, &q)
+}
+
+/// The wrong readings `theory round-bound --readings` lists for block
+/// verification are verifiers whose round laws sum to 1 but are not the
+/// target's (the exact rule's is). The token-wise residual shows only
+/// where `(w·p − q)_+` and `(p − q)_+` differ once normalised: not over
+/// two tokens, but over three where `w_1 < 1` drops a token from it.
+#[test]
+fn the_block_readings_are_verifiers_with_the_wrong_law() {
+    let readings = Block.wrong_readings();
+    let names: Vec<&str> = readings.iter().map(|r| r.name).collect();
+    assert_eq!(names, ["token-wise-residual", "vllm-ascend-before-7807"]);
+    let binary = (dist(&[1.0 / 3.0, 2.0 / 3.0]), dist(&[2.0 / 3.0, 1.0 / 3.0]));
+    let ternary = (dist(&[0.45, 0.35, 0.2]), dist(&[0.1, 0.3, 0.6]));
+    let error = |verifier: &dyn PathVerifier, (p, q): &(Dist, Dist)| {
+        let law = round_law_of(verifier, p, q);
+        assert!((law.values().sum::<f64>() - 1.0).abs() < 1e-12);
+        let target = |_: &[u32]| p.clone();
+        let extended = extend_with_target(&law, &target, &[], 3);
+        target_law(&target, &[], 3)
+            .iter()
+            .map(|(s, r)| (extended.get(s).unwrap_or(&0.0) - r).abs())
+            .fold(0.0, f64::max)
+    };
+    for laws in [&binary, &ternary] {
+        assert!(error(&Block, laws) < 1e-12);
+    }
+    assert!(error(readings[0].verifier.as_ref(), &binary) < 1e-12);
+    assert!(error(readings[0].verifier.as_ref(), &ternary) > 1e-3);
+    for laws in [&binary, &ternary] {
+        assert!(error(readings[1].verifier.as_ref(), laws) > 1e-3);
+    }
 }

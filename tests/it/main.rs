@@ -24,6 +24,7 @@ mod gguf_tiny;
 mod global_resolution;
 mod golden_models;
 mod gpu_check;
+mod hsd;
 mod hub_download;
 mod hub_errors;
 mod layering;

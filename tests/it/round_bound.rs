@@ -281,3 +281,117 @@ fn the_command_prints_the_table_json_and_reads_a_file() {
         "{err}"
     );
 }
+
+/// `theory round-bound` on a committed HSD toy instance, with
+/// `--schemes single,block,hsd --readings` (and `--json`).
+fn run_hsd_toy(file: &str, json: bool) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("experiments/instances")
+        .join(file);
+    let mut args = vec![
+        "theory",
+        "round-bound",
+        "--instance",
+        path.to_str().unwrap(),
+        "--schemes",
+        "single,block,hsd",
+        "--readings",
+    ];
+    if json {
+        args.push("--json");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The HSD README toy, committed as `experiments/instances/hsd-toy.json`
+/// (L = 2) and `hsd-toy-l3.json` (L = 3): the command prints each scheme's
+/// exact expected tokens per round and, with `--readings`, the published
+/// HSD readings' (and block verification's mutants'), each with its
+/// distance from the target: the published gain over block verification
+/// is a distribution error.
+#[test]
+fn the_hsd_toy_instance_gives_the_exact_numbers_and_the_readings() {
+    // E[tokens] = E[accepted draft tokens] + 1: token-wise 10/9 and 38/27,
+    // block and exact HSD 11/9 and 5/3; the published readings 4/3 at
+    // L = 2 (both), 16/9 (running max) and 50/27 (min cap) at L = 3.
+    let cases = [
+        (
+            "hsd-toy.json",
+            [19.0 / 9.0, 20.0 / 9.0, 20.0 / 9.0],
+            [(7.0 / 3.0, 1.0 / 9.0), (7.0 / 3.0, 1.0 / 9.0)],
+        ),
+        (
+            "hsd-toy-l3.json",
+            [65.0 / 27.0, 8.0 / 3.0, 8.0 / 3.0],
+            [(25.0 / 9.0, 5.0 / 81.0), (77.0 / 27.0, 1.0 / 9.0)],
+        ),
+    ];
+    let number = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap();
+    for (file, schemes, published) in cases {
+        let json: serde_json::Value = serde_json::from_str(&run_hsd_toy(file, true)).unwrap();
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        for (row, tokens) in rows.iter().zip(schemes) {
+            let at = format!("{file} {}", row["scheme"]);
+            assert!((number(row, "tokens") - tokens).abs() < 1e-12, "{at}");
+            assert!(number(row, "tv") < 1e-12, "{at}");
+            // Block verification is optimal for one chain: the LP's value.
+            assert!((number(row, "bound") - schemes[1]).abs() < 1e-8, "{at}");
+        }
+        let readings = json["readings"].as_array().unwrap();
+        let hsd: Vec<&serde_json::Value> =
+            readings.iter().filter(|r| r["scheme"] == "hsd").collect();
+        assert_eq!(hsd.len(), 2);
+        for (reading, (tokens, tv)) in hsd.iter().zip(published) {
+            let at = format!("{file} {}", reading["reading"]);
+            assert!((number(reading, "tokens") - tokens).abs() < 1e-12, "{at}");
+            assert!((number(reading, "tv") - tv).abs() < 1e-12, "{at}");
+            // Above the round's optimum: no lossless verifier gets there.
+            assert!(number(reading, "tokens") > schemes[1] + 1e-3, "{at}");
+        }
+        // Block verification's mutants: over two tokens the token-wise
+        // residual is the block one; the rule vllm-ascend shipped is wrong.
+        let block: Vec<&serde_json::Value> =
+            readings.iter().filter(|r| r["scheme"] == "block").collect();
+        assert_eq!(block.len(), 2);
+        assert!(number(block[0], "tv") < 1e-12);
+        assert!(number(block[1], "tv") > 1e-3);
+    }
+}
+
+/// The table names each reading with its source, and no readings table
+/// is printed without `--readings`.
+#[test]
+fn the_readings_table_names_its_sources() {
+    let text = run_hsd_toy("hsd-toy.json", false);
+    for needle in [
+        "known wrong readings",
+        "published-running-max",
+        "published-min-cap",
+        "utils.py @ b8575e2",
+        "vllm-ascend-before-7807",
+        "2.333333",
+        "1.1e-1",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/instances/hsd-toy.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_specbench"))
+        .args(["theory", "round-bound", "--instance"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && text.contains("hsd "), "{text}");
+    assert!(!text.contains("known wrong readings"), "{text}");
+}

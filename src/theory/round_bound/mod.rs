@@ -8,24 +8,28 @@
 pub mod instance;
 pub mod lp;
 pub mod node_lp;
+pub mod readings;
 
 use std::fmt::Write as _;
 
-use crate::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
-use crate::select::{DraftLaw, Drafts, Scheme, build, drafts_used};
+use crate::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
+use crate::select::{DraftLaw, Drafts, build, drafts_used};
 
 pub use instance::{Instance, InstanceFile};
 use lp::{Bound, drafted_tries, round_dual, round_lp};
 use node_lp::{NodeBound, node_lp};
+pub use readings::ReadingRow;
 
 /// The verifiers `round-bound` lists by default, in order: block
-/// verification, SpecInfer (the walk, `docs/schemes.md` §2.1), RSD, SpecHub,
-/// Traversal Verification in its three tree modes and GBV. A scheme whose exact
+/// verification, HSD (exact reading), SpecInfer (the walk, `docs/schemes.md`
+/// §2.1), RSD, SpecHub, Traversal Verification in its three tree modes and
+/// GBV. A scheme whose exact
 /// round law `decode::exact::round_law` enumerates, and whose drafting is
 /// its `draft_law()` at the root then independent chains, is one more
 /// entry here.
 pub const SCHEMES: &[&str] = &[
     "block",
+    "hsd",
     "specinfer",
     "rsd",
     "spechub",
@@ -47,6 +51,8 @@ pub struct SchemeRow {
     /// `max |law continued by p − p|` over strings of L + 1 tokens: ~0 for
     /// an exact scheme.
     pub law_error: f64,
+    /// The total-variation distance of the same two laws.
+    pub tv: f64,
     /// The LP's value for this drafting.
     pub bound: f64,
 }
@@ -82,6 +88,9 @@ pub struct RoundBoundReport {
     /// Schemes that cannot run on this instance (SpecHub at K = 3), with
     /// the scheme's own reason.
     pub not_run: Vec<(String, String)>,
+    /// The rows' known wrong readings, where asked for
+    /// ([`RoundBoundReport::add_readings`]).
+    pub readings: Vec<ReadingRow>,
 }
 
 /// Computes the report: every scheme of `schemes` (default [`SCHEMES`])
@@ -117,8 +126,10 @@ pub fn round_bound(
             continue;
         }
         let law = scheme.draft_law();
-        let (tokens, law_error) =
-            enumerate(instance, scheme.as_ref()).map_err(|e| format!("{name}: {e}"))?;
+        let measured = measure(instance, |models| {
+            round_law(models, scheme.as_ref(), &[], instance.length)
+        })
+        .map_err(|e| format!("{name}: {e}"))?;
         let bound = match bounds.iter().find(|b| b.draft_law == law && b.drafts == k) {
             Some(b) => b.lp.value,
             None => {
@@ -137,8 +148,9 @@ pub fn round_bound(
             scheme: name,
             draft_law: law,
             drafts: k,
-            tokens,
-            law_error,
+            tokens: measured.tokens,
+            law_error: measured.law_error,
+            tv: measured.tv,
             bound,
         });
     }
@@ -149,6 +161,7 @@ pub fn round_bound(
         rows,
         bounds,
         not_run,
+        readings: Vec::new(),
     })
 }
 
@@ -162,9 +175,19 @@ fn full_bound(instance: &Instance, law: DraftLaw, k: usize) -> Result<FullBound,
     })
 }
 
-/// The scheme's exact round law: its expected length, and how far that law
-/// continued by `p` is from `p`.
-fn enumerate(instance: &Instance, scheme: &dyn Scheme) -> Result<(f64, f64), String> {
+/// What a round law gives: its expected length, and how far that law
+/// continued by `p` is from `p`'s.
+struct Measured {
+    tokens: f64,
+    law_error: f64,
+    tv: f64,
+}
+
+/// Measures the round law `law` computes from the instance's models.
+fn measure(
+    instance: &Instance,
+    law: impl FnOnce(&RoundModels) -> Result<StringLaw, crate::select::SchemeError>,
+) -> Result<Measured, String> {
     let target = |prefix: &[u32]| instance.target(prefix);
     let draft = |_row: usize, prefix: &[u32]| instance.draft(prefix);
     let models = RoundModels {
@@ -173,22 +196,27 @@ fn enumerate(instance: &Instance, scheme: &dyn Scheme) -> Result<(f64, f64), Str
         drafts: instance.drafts,
         identical: true,
     };
-    let law = round_law(&models, scheme, &[], instance.length).map_err(|e| e.to_string())?;
+    let law = law(&models).map_err(|e| e.to_string())?;
     let tokens = law.iter().map(|(s, prob)| prob * s.len() as f64).sum();
     let total = instance.length + 1;
     let continued = extend_with_target(&law, &target, &[], total);
     let exact = target_law(&target, &[], total);
-    let error = exact
+    let differences: Vec<f64> = exact
         .iter()
-        .map(|(s, p)| (continued.get(s).copied().unwrap_or(0.0) - p).abs())
+        .map(|(s, p)| continued.get(s).copied().unwrap_or(0.0) - p)
         .chain(
             continued
                 .iter()
                 .filter(|(s, _)| !exact.contains_key(*s))
-                .map(|(_, c)| c.abs()),
+                .map(|(_, c)| *c),
         )
-        .fold(0.0, f64::max);
-    Ok((tokens, error))
+        .map(f64::abs)
+        .collect();
+    Ok(Measured {
+        tokens,
+        law_error: differences.iter().copied().fold(0.0, f64::max),
+        tv: differences.iter().sum::<f64>() / 2.0,
+    })
 }
 
 impl RoundBoundReport {
@@ -201,25 +229,27 @@ impl RoundBoundReport {
         );
         let _ = writeln!(
             out,
-            "{:<24} {:<36} {:>10} {:>10} {:>8} {:>9}",
-            "scheme", "drafting", "E[tokens]", "LP", "gap %", "law err"
+            "{:<24} {:<36} {:>10} {:>10} {:>8} {:>9} {:>9}",
+            "scheme", "drafting", "E[tokens]", "LP", "gap %", "law err", "TV"
         );
         for row in &self.rows {
             let drafting = format!("{} (K={})", row.draft_law.describe(), row.drafts);
             let _ = writeln!(
                 out,
-                "{:<24} {:<36} {:>10.6} {:>10.6} {:>8.3} {:>9.1e}",
+                "{:<24} {:<36} {:>10.6} {:>10.6} {:>8.3} {:>9.1e} {:>9.1e}",
                 row.scheme,
                 drafting,
                 row.tokens,
                 row.bound,
                 100.0 * (row.bound / row.tokens - 1.0),
-                row.law_error
+                row.law_error,
+                row.tv
             );
         }
         for (scheme, why) in &self.not_run {
             let _ = writeln!(out, "not run: {scheme}: {why}");
         }
+        self.write_readings(&mut out);
         let _ = writeln!(out);
         for bound in &self.bounds {
             let lp = &bound.lp;
