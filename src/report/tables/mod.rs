@@ -40,6 +40,7 @@ tables! {
     table3: Table3;
     table4: Table4;
     quality: Quality;
+    verifiers: Verifiers;
 }
 
 use crate::experiment::metrics::CellRow;
