@@ -27,6 +27,7 @@ figures! {
     by_k: by_k_figures;
     depth: depth_figures;
     acceptance: acceptance_figures;
+    verifiers: verifiers_figures;
 }
 
 use std::path::{Path, PathBuf};

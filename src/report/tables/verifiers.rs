@@ -139,7 +139,7 @@ impl TableSpec for Verifiers {
 /// The mean over the cells (one per dataset and seed) of their mean block
 /// efficiency over prompts, with the standard error of that mean from the
 /// cells' own standard errors (independent prompts).
-fn pooled(cells: &[&CellRow]) -> Option<Stat> {
+pub fn pooled(cells: &[&CellRow]) -> Option<Stat> {
     let n = cells.len() as f64;
     let mean = cells.iter().map(|r| r.block_efficiency_mean).sum::<f64>() / n;
     let variance: Option<f64> = cells.iter().map(|r| r.block_efficiency_se.map(|se| se * se)).sum();
@@ -152,7 +152,7 @@ fn pooled(cells: &[&CellRow]) -> Option<Stat> {
 
 /// The study's name and value for the verifier these cells run, if the
 /// study has it (at any K: the study picked K and L per setting).
-fn study_of(cells: &[&CellRow]) -> Option<(&'static str, f64)> {
+pub fn study_of(cells: &[&CellRow]) -> Option<(&'static str, f64)> {
     let first = cells.first()?;
     // Other parameters make another verifier (traversal:tree=merged is not
     // the study's traversal); the defaults, written out (is:m=40:s=5), not.
@@ -166,20 +166,27 @@ fn study_of(cells: &[&CellRow]) -> Option<(&'static str, f64)> {
         .map(|&(_, name, be)| (name, be))
 }
 
-fn study_rank(be: f64) -> usize {
+pub fn study_rank(be: f64) -> usize {
     1 + STUDY.iter().filter(|(_, _, other)| *other > be).count()
 }
 
-/// Every row of the panel with its pooled block efficiency, best first.
 fn ranked(panel: &Panel) -> Vec<((usize, String), Stat)> {
+    ranked_cells(&panel.cells)
+}
+
+/// Every `(K, scheme label)` of `cells` with its pooled block efficiency,
+/// best first.
+pub fn ranked_cells(cells: &[&CellRow]) -> Vec<((usize, String), Stat)> {
     let mut rows: Vec<((usize, String), Stat)> = Vec::new();
-    for r in &panel.cells {
+    for r in cells {
         let key = (r.k, r.scheme_label());
         if rows.iter().any(|(k, _)| *k == key) {
             continue;
         }
-        let cells = panel.select(|c| c.k == key.0 && c.scheme_label() == key.1);
-        if let Some(stat) = pooled(&cells) {
+        let same: Vec<&CellRow> = (cells.iter().copied())
+            .filter(|c| c.k == key.0 && c.scheme_label() == key.1)
+            .collect();
+        if let Some(stat) = pooled(&same) {
             rows.push((key, stat));
         }
     }
