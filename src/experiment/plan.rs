@@ -426,4 +426,27 @@ mod tests {
         assert_eq!(parse_shard("2/8"), Ok((2, 8)));
         assert!(parse_shard("0/8").is_err() && parse_shard("9/8").is_err());
     }
+
+    /// A sweep over trunks adds `/trunkd/` cells for d > 0 and leaves the
+    /// ids of ordinary drafting as they were; ERSD and pairs take no trunk.
+    #[test]
+    fn trunk_cells_are_named_only_when_there_is_a_trunk() {
+        let plain = Plan::build(&default_config()).unwrap();
+        let mut config = default_config();
+        config.sweep.trunks = vec![0, 1];
+        config.sweep.draft_temp_pairs = vec![[1.2, 1.6]];
+        let swept = Plan::build(&config).unwrap();
+        let ids: Vec<&str> = swept.cells.iter().map(|c| c.id.as_str()).collect();
+        for cell in &plain.cells {
+            assert!(ids.contains(&cell.id.as_str()), "{}", cell.id);
+        }
+        let trunked: Vec<&Cell> = swept.cells.iter().filter(|c| c.trunk() == 1).collect();
+        assert!(!trunked.is_empty());
+        for cell in trunked {
+            assert!(cell.id.contains("/trunk1/") && cell.k() > 1, "{}", cell.id);
+            assert!(cell.temp_set().pair().is_none(), "{}", cell.id);
+            let scheme = cell.scheme_label();
+            assert!(!scheme.starts_with("ersd"), "{}", cell.id);
+        }
+    }
 }
