@@ -293,6 +293,7 @@ impl BenchCell {
             log_nodes: false,
             rank_calibration: Default::default(),
             misread_drafts: None,
+            trunk: 0,
         }
     }
 }

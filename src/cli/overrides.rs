@@ -21,6 +21,10 @@ pub struct OverrideFlags {
     /// Tokens per draft per round (L).
     #[arg(long)]
     pub draft_len: Option<usize>,
+    /// Trunk lengths d to sweep (delayed tree expansion, comma-separated;
+    /// 0: ordinary drafting).
+    #[arg(long, value_delimiter = ',')]
+    pub trunks: Option<Vec<usize>>,
     /// Identical-draft temperatures (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub draft_temps: Option<Vec<f64>>,
@@ -96,6 +100,7 @@ impl From<OverrideFlags> for Overrides {
             schemes: flags.schemes,
             drafts: flags.drafts,
             draft_len: flags.draft_len,
+            trunks: flags.trunks,
             draft_temps: flags.draft_temps,
             draft_temp_pairs: flags.draft_temp_pairs,
             target_temp: flags.target_temp,

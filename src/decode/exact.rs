@@ -33,10 +33,24 @@ pub fn round_law(
     prompt: &[u32],
     length: usize,
 ) -> Result<StringLaw, SchemeError> {
+    round_law_with_trunk(models, scheme, prompt, length, 0)
+}
+
+/// [`round_law`] with delayed tree expansion: the first `trunk` tokens
+/// drafted once from draft 1's law, the rows branching after them
+/// (`docs/schemes.md`, "Delayed tree expansion"). The walk hands the
+/// scheme one draft at trunk depths.
+pub fn round_law_with_trunk(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+    trunk: usize,
+) -> Result<StringLaw, SchemeError> {
     match scheme.decoding() {
         Decoding::Walk => {}
         Decoding::Paths(verifier) => {
-            return paths_round_law(models, scheme, verifier, prompt, length);
+            return paths_round_law_with_trunk(models, scheme, verifier, prompt, length, trunk);
         }
         Decoding::Race(_) => {
             return fail(format!(
@@ -45,26 +59,72 @@ pub fn round_law(
             ));
         }
     }
+    check_trunk(models, length, trunk)?;
     let k = drafts_used(scheme, models.drafts);
-    let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
-    let first_refs: Vec<&Dist> = firsts.iter().collect();
-    let drafts = drafts_of(&first_refs, models.identical);
     let mut law = StringLaw::new();
-    for (tuple, prob) in scheme.draft_law().enumerate(&drafts) {
-        let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| vec![x]).collect();
-        extend_drafts(models, scheme, prompt, length, rows, 0, prob, &mut law)?;
+    for (stem, stem_prob) in trunks(models, prompt, trunk) {
+        let at: Vec<u32> = prompt.iter().chain(&stem).copied().collect();
+        let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, &at)).collect();
+        let first_refs: Vec<&Dist> = firsts.iter().collect();
+        let drafts = drafts_of(&first_refs, models.identical);
+        for (tuple, prob) in scheme.draft_law().enumerate(&drafts) {
+            let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| [&stem[..], &[x]].concat()).collect();
+            let round = Round {
+                prompt,
+                length,
+                trunk,
+            };
+            extend_drafts(models, scheme, round, rows, 0, stem_prob * prob, &mut law)?;
+        }
     }
     Ok(law)
 }
 
+/// What stays fixed over one enumerated round.
+#[derive(Clone, Copy)]
+struct Round<'a> {
+    prompt: &'a [u32],
+    length: usize,
+    trunk: usize,
+}
+
+/// A trunk is below the draft length and drawn from one draft law.
+fn check_trunk(models: &RoundModels, length: usize, trunk: usize) -> Result<(), SchemeError> {
+    if trunk > 0 && trunk >= length {
+        return fail(format!(
+            "trunk {trunk} must be below the draft length {length}"
+        ));
+    }
+    if trunk > 0 && !models.identical && models.drafts > 1 {
+        return fail("a trunk needs identical drafts (one draft law)");
+    }
+    Ok(())
+}
+
+/// Every trunk of `trunk` tokens drafted from draft 1's law after
+/// `prompt`, with its probability.
+fn trunks(models: &RoundModels, prompt: &[u32], trunk: usize) -> Vec<(Vec<u32>, f64)> {
+    let mut stems = vec![(Vec::new(), 1.0)];
+    for _ in 0..trunk {
+        let mut next = Vec::new();
+        for (stem, prob) in stems {
+            let at: Vec<u32> = prompt.iter().chain(&stem).copied().collect();
+            let q = (models.draft)(0, &at);
+            for &x in q.support() {
+                next.push(([&stem[..], &[x]].concat(), prob * q.get(x)));
+            }
+        }
+        stems = next;
+    }
+    stems
+}
+
 /// Extends the drafts one row, one token at a time (each row continues
 /// independently from its own law), then walks every full configuration.
-#[allow(clippy::too_many_arguments)]
 fn extend_drafts(
     models: &RoundModels,
     scheme: &dyn Scheme,
-    prompt: &[u32],
-    length: usize,
+    round: Round,
     rows: Vec<Vec<u32>>,
     row: usize,
     prob: f64,
@@ -72,84 +132,94 @@ fn extend_drafts(
 ) -> Result<(), SchemeError> {
     if row == rows.len() {
         let valid: Vec<usize> = (0..rows.len()).collect();
-        return walk(
-            models,
-            scheme,
-            prompt,
-            length,
-            &rows,
+        let walk = Walk {
+            rows: &rows,
             valid,
-            Vec::new(),
+            emitted: Vec::new(),
             prob,
-            law,
-        );
+        };
+        return walk.run(models, scheme, round, law);
     }
-    if rows[row].len() == length {
-        return extend_drafts(models, scheme, prompt, length, rows, row + 1, prob, law);
+    if rows[row].len() == round.length {
+        return extend_drafts(models, scheme, round, rows, row + 1, prob, law);
     }
-    let prefix: Vec<u32> = prompt.iter().chain(&rows[row]).copied().collect();
+    let prefix: Vec<u32> = round.prompt.iter().chain(&rows[row]).copied().collect();
     let q = (models.draft)(row, &prefix);
     for &x in q.support() {
         let mut next = rows.clone();
         next[row].push(x);
-        extend_drafts(
-            models,
-            scheme,
-            prompt,
-            length,
-            next,
-            row,
-            prob * q.get(x),
-            law,
-        )?;
+        extend_drafts(models, scheme, round, next, row, prob * q.get(x), law)?;
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk(
-    models: &RoundModels,
-    scheme: &dyn Scheme,
-    prompt: &[u32],
-    length: usize,
-    rows: &[Vec<u32>],
+/// A walk over drafted rows, reached with probability `prob`.
+struct Walk<'r> {
+    rows: &'r [Vec<u32>],
     valid: Vec<usize>,
     emitted: Vec<u32>,
     prob: f64,
-    law: &mut StringLaw,
-) -> Result<(), SchemeError> {
-    let prefix: Vec<u32> = prompt.iter().chain(&emitted).copied().collect();
-    let p = (models.target)(&prefix);
-    let t = emitted.len();
-    if t == length {
-        // Every draft token landed: the bonus token comes from p.
-        for &y in p.support() {
+}
+
+impl Walk<'_> {
+    fn run(
+        self,
+        models: &RoundModels,
+        scheme: &dyn Scheme,
+        round: Round,
+        law: &mut StringLaw,
+    ) -> Result<(), SchemeError> {
+        let Walk {
+            rows,
+            valid,
+            emitted,
+            prob,
+        } = self;
+        let prefix: Vec<u32> = round.prompt.iter().chain(&emitted).copied().collect();
+        let p = (models.target)(&prefix);
+        let t = emitted.len();
+        if t == round.length {
+            // Every draft token landed: the bonus token comes from p.
+            for &y in p.support() {
+                let mut s = emitted.clone();
+                s.push(y);
+                *law.entry(s).or_insert(0.0) += prob * p.get(y);
+            }
+            return Ok(());
+        }
+        // A trunk token was drawn once: the scheme sees one draft there.
+        let seen = if t < round.trunk {
+            &valid[..1]
+        } else {
+            &valid[..]
+        };
+        let qs: Vec<Dist> = seen.iter().map(|&r| (models.draft)(r, &prefix)).collect();
+        let q_refs: Vec<&Dist> = qs.iter().collect();
+        let drafts = drafts_of(&q_refs, models.identical);
+        let inputs: Vec<u32> = seen.iter().map(|&r| rows[r][t]).collect();
+        let conditional = scheme.prepare(&p, &drafts)?.conditional_law(&inputs);
+        for (y, &c) in conditional.iter().enumerate() {
+            if c == 0.0 {
+                continue;
+            }
+            let y = y as u32;
             let mut s = emitted.clone();
             s.push(y);
-            *law.entry(s).or_insert(0.0) += prob * p.get(y);
+            let next: Vec<usize> = super::surviving_rows(&valid, |r| rows[r][t], y);
+            if next.is_empty() {
+                *law.entry(s).or_insert(0.0) += prob * c;
+            } else {
+                let walk = Walk {
+                    rows,
+                    valid: next,
+                    emitted: s,
+                    prob: prob * c,
+                };
+                walk.run(models, scheme, round, law)?;
+            }
         }
-        return Ok(());
+        Ok(())
     }
-    let qs: Vec<Dist> = valid.iter().map(|&r| (models.draft)(r, &prefix)).collect();
-    let q_refs: Vec<&Dist> = qs.iter().collect();
-    let drafts = drafts_of(&q_refs, models.identical);
-    let inputs: Vec<u32> = valid.iter().map(|&r| rows[r][t]).collect();
-    let conditional = scheme.prepare(&p, &drafts)?.conditional_law(&inputs);
-    for (y, &c) in conditional.iter().enumerate() {
-        if c == 0.0 {
-            continue;
-        }
-        let y = y as u32;
-        let mut s = emitted.clone();
-        s.push(y);
-        let next: Vec<usize> = super::surviving_rows(&valid, |r| rows[r][t], y);
-        if next.is_empty() {
-            *law.entry(s).or_insert(0.0) += prob * c;
-        } else {
-            walk(models, scheme, prompt, length, rows, next, s, prob * c, law)?;
-        }
-    }
-    Ok(())
 }
 
 /// Extends every emitted string autoregressively with the target to
@@ -205,15 +275,29 @@ pub fn paths_round_law(
     prompt: &[u32],
     length: usize,
 ) -> Result<StringLaw, SchemeError> {
+    paths_round_law_with_trunk(models, scheme, verifier, prompt, length, 0)
+}
+
+/// [`paths_round_law`] with the first `trunk` tokens drafted once
+/// ([`drafted_rows_with_trunk`]); the verifier is told so ([`Paths::trunk`]).
+pub fn paths_round_law_with_trunk(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    verifier: &dyn PathVerifier,
+    prompt: &[u32],
+    length: usize,
+    trunk: usize,
+) -> Result<StringLaw, SchemeError> {
     if verifier.needs_identical_drafts() && !models.identical {
         return fail(format!(
             "{} needs identical drafts (one draft law)",
             scheme.id()
         ));
     }
+    check_trunk(models, length, trunk)?;
     let mut law = StringLaw::new();
-    for (rows, prob) in drafted_rows(models, scheme, prompt, length) {
-        let paths = paths_of(models, prompt, rows);
+    for (rows, prob) in drafted_rows_with_trunk(models, scheme, prompt, length, trunk) {
+        let paths = paths_of(models, prompt, rows).with_trunk(trunk);
         for ending in verifier.endings(&paths) {
             let kept = &paths.tokens[ending.row][..ending.len];
             for (y, py) in ending.next {
@@ -249,17 +333,38 @@ pub fn drafted_rows(
     prompt: &[u32],
     length: usize,
 ) -> Vec<(Vec<Vec<u32>>, f64)> {
+    drafted_rows_with_trunk(models, scheme, prompt, length, 0)
+}
+
+/// [`drafted_rows`] after a trunk: every trunk of `trunk` tokens from draft
+/// 1's law, then the scheme's draft law for the tokens after it, then each
+/// row on its own.
+pub fn drafted_rows_with_trunk(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+    trunk: usize,
+) -> Vec<(Vec<Vec<u32>>, f64)> {
     let k = drafts_used(scheme, models.drafts);
-    let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, prompt)).collect();
-    let first_refs: Vec<&Dist> = firsts.iter().collect();
-    let drafts = drafts_of(&first_refs, models.identical);
-    let mut sets: Vec<(Vec<Vec<u32>>, f64)> = scheme
-        .draft_law()
-        .enumerate(&drafts)
-        .into_iter()
-        .map(|(tuple, prob)| (tuple.iter().map(|&x| vec![x]).collect(), prob))
-        .collect();
-    for _ in 1..length {
+    let mut sets: Vec<(Vec<Vec<u32>>, f64)> = Vec::new();
+    for (stem, stem_prob) in trunks(models, prompt, trunk) {
+        let at: Vec<u32> = prompt.iter().chain(&stem).copied().collect();
+        let firsts: Vec<Dist> = (0..k).map(|r| (models.draft)(r, &at)).collect();
+        let first_refs: Vec<&Dist> = firsts.iter().collect();
+        let drafts = drafts_of(&first_refs, models.identical);
+        sets.extend(
+            scheme
+                .draft_law()
+                .enumerate(&drafts)
+                .into_iter()
+                .map(|(tuple, prob)| {
+                    let rows = tuple.iter().map(|&x| [&stem[..], &[x]].concat()).collect();
+                    (rows, stem_prob * prob)
+                }),
+        );
+    }
+    for _ in trunk + 1..length {
         for row in 0..k {
             let mut next = Vec::with_capacity(sets.len());
             for (rows, prob) in sets {

@@ -59,6 +59,11 @@ pub struct DecodeConfig {
     /// laws built with this processing, while the drafts are drawn with
     /// `drafts`. `None` in every real decode.
     pub misread_drafts: Option<Vec<Processing>>,
+    /// Delayed tree expansion (`docs/schemes.md`, "Delayed tree
+    /// expansion"): the first `trunk` tokens of a round are drafted once,
+    /// on one row from draft 1's law, and the K rows branch after them.
+    /// 0 (the default) is ordinary drafting; must be below `draft_len`.
+    pub trunk: usize,
 }
 
 impl DecodeConfig {
@@ -150,6 +155,7 @@ pub fn generate(
             scheme.id()
         );
     }
+    check_trunk(scheme, config)?;
     match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
         Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
@@ -158,4 +164,29 @@ pub fn generate(
             paths::generate(target, draft, prompt, scheme, &verify, config, rng)
         }
     }
+}
+
+/// A trunk (delayed tree expansion) is shorter than a round, drawn from one
+/// draft law, and not for schemes that share the drafter's randomness.
+fn check_trunk(scheme: &dyn Scheme, config: &DecodeConfig) -> Result<()> {
+    let d = config.trunk;
+    if d == 0 {
+        return Ok(());
+    }
+    if d >= config.draft_len {
+        bail!(
+            "trunk {d} must be below the draft length {}",
+            config.draft_len
+        );
+    }
+    if scheme.decoding().shares_drafter_randomness() {
+        bail!(
+            "{} shares the drafter's randomness: it takes no trunk (trunk = 0)",
+            scheme.id()
+        );
+    }
+    if !config.identical_drafts() {
+        bail!("a trunk needs identical drafts (one draft temperature)");
+    }
+    Ok(())
 }

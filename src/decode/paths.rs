@@ -47,7 +47,8 @@ pub fn generate(
                     "target",
                 )?))
             },
-        )?;
+        )?
+        .with_trunk(config.trunk);
         session.moved(&scores);
         let mut round = RoundRecord::default();
         let kept = session.clock.select(&mut round, || verify(&paths, rng));

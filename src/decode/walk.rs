@@ -60,9 +60,9 @@ impl<'a> Walker<'a> {
         Ok(session.finish())
     }
 
-    /// Drafting: the shared context once, the scheme's draft law for the
-    /// first tokens (it may couple them), then every row on its own, one
-    /// batched call per position. The first laws are built; the others
+    /// Drafting: the shared context once, the trunk on one row (if any),
+    /// the scheme's draft law for the tokens after it (it may couple them),
+    /// then every row on its own, one batched call per position. The first laws are built; the others
     /// as `laws` says.
     pub(crate) fn draft(
         &self,
@@ -73,26 +73,43 @@ impl<'a> Walker<'a> {
     ) -> Result<DraftRows> {
         let processing = &self.config.drafts[..self.k];
         let misread = self.config.misread_drafts.as_ref().map(|m| &m[..self.k]);
-        let (firsts, misread_firsts) = session.prefill_draft(draft, |logits| {
+        let laws_of = |logits: &Logits| {
             let row = logits.at(0, 0)?;
             let misread_firsts = misread.map(|m| first_laws(row, m)).transpose()?;
             Ok((first_laws(row, processing)?, misread_firsts))
-        })?;
+        };
+        let (mut firsts, mut misread_firsts) = session.prefill_draft(draft, |l| laws_of(l))?;
+        // Delayed tree expansion: the trunk, one row drawn from draft 1's
+        // law, before the rows branch (identical drafts, checked by
+        // `generate`).
+        let (mut trunk, mut trunk_laws) = (Vec::new(), Vec::new());
+        for _ in 0..self.config.trunk {
+            let read = misread_firsts.as_ref().unwrap_or(&firsts);
+            let x = firsts[0].sample(rng.uniform());
+            trunk.push(x);
+            trunk_laws.push(Rc::new(DraftLaw::Built(read[0].clone())));
+            (firsts, misread_firsts) =
+                draft_call_kept(&mut session.out, draft, &[&[x]], |l| laws_of(l))?;
+        }
         // The laws the scheme is handed: those drawn from, in every real decode.
         let read = misread_firsts.as_ref().unwrap_or(&firsts);
         let first_refs: Vec<&Dist> = firsts.iter().map(|q| q.as_ref()).collect();
         let first_drafts = drafts_of(&first_refs, self.identical);
         let tuple = self.scheme.draft_law().sampler(&first_drafts).draw(rng);
         let mut rows = DraftRows {
-            tokens: tuple.iter().map(|&x| vec![x]).collect(),
+            tokens: tuple.iter().map(|&x| [&trunk[..], &[x]].concat()).collect(),
             laws: read[..tuple.len()]
                 .iter()
-                .map(|q| vec![Rc::new(DraftLaw::Built(q.clone()))])
+                .map(|q| {
+                    let mut laws = trunk_laws.clone();
+                    laws.push(Rc::new(DraftLaw::Built(q.clone())));
+                    laws
+                })
                 .collect(),
         };
         // One cache row per draft, each holding the shared context.
         draft.select_rows(&vec![0; tuple.len()])?;
-        for _ in 1..self.config.draft_len {
+        for _ in self.config.trunk + 1..self.config.draft_len {
             self.extend(&mut rows, draft, &mut session.out, rng, laws)?;
         }
         Ok(rows)
@@ -249,13 +266,17 @@ impl<'a> Walker<'a> {
         session: &mut Session,
         rng: &mut SpecRng,
     ) -> Result<u32> {
-        let laws: Vec<&Dist> = descent
-            .valid
+        // A trunk token was drawn once: one draft, however many rows share it.
+        let valid = match t < self.config.trunk {
+            true => &descent.valid[..1],
+            false => &descent.valid[..],
+        };
+        let laws: Vec<&Dist> = valid
             .iter()
             .map(|&r| rows.laws[r][t].get().map(|law| law.as_ref()))
             .collect::<Result<_>>()?;
         let drafts = drafts_of(&laws, self.identical);
-        let inputs: Vec<u32> = descent.valid.iter().map(|&r| rows.tokens[r][t]).collect();
+        let inputs: Vec<u32> = valid.iter().map(|&r| rows.tokens[r][t]).collect();
         let scheme = self.scheme;
         let (prepared, y) = session.clock.select(&mut descent.round, || {
             let prepared = scheme
@@ -419,6 +440,7 @@ mod tests {
             log_nodes: false,
             rank_calibration: Default::default(),
             misread_drafts: None,
+            trunk: 0,
         };
         let scheme = registry::build("specinfer").unwrap();
         let walker = Walker::new(scheme.as_ref(), &config);

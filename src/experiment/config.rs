@@ -99,6 +99,15 @@ pub struct Decode {
     /// 0 turns top-k off.
     #[serde(default)]
     pub top_k: usize,
+    /// Delayed tree expansion: the first `trunk` tokens of a round drafted
+    /// once, the K rows branching after them (`docs/schemes.md`, "Delayed
+    /// tree expansion"); 0, ordinary drafting. `sweep.trunks` sweeps it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trunk: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -117,6 +126,11 @@ pub struct Sweep {
     #[serde(default)]
     pub draft_temp_pairs: Vec<[f64; 2]>,
     pub seeds: Vec<u64>,
+    /// Trunk lengths d to sweep (delayed tree expansion); empty: only
+    /// `decode.trunk`. Each d > 0 runs every scheme that takes a trunk at
+    /// every K; SD and single-draft schemes run once, at d = 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trunks: Vec<usize>,
 }
 
 impl Models {
@@ -160,6 +174,14 @@ impl Data {
 }
 
 impl Config {
+    /// The trunk lengths the plan runs: `sweep.trunks`, or `decode.trunk`.
+    pub fn trunks(&self) -> Vec<usize> {
+        match self.sweep.trunks.is_empty() {
+            true => vec![self.decode.trunk],
+            false => self.sweep.trunks.clone(),
+        }
+    }
+
     /// Reads a TOML config; the message names the file and the field.
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
@@ -240,6 +262,15 @@ impl Config {
             bail!("sweep.drafts must list numbers of drafts of at least 1");
         }
         check_draft_tokens(&s.drafts, d.draft_len)?;
+        if d.trunk > 0 && !s.trunks.is_empty() {
+            bail!("give decode.trunk or sweep.trunks, not both");
+        }
+        if let Some(t) = self.trunks().into_iter().find(|&t| t >= d.draft_len) {
+            bail!(
+                "trunk {t} must be below decode.draft_len {}: a round branches after its trunk",
+                d.draft_len
+            );
+        }
         if s.draft_temps.is_empty() && s.draft_temp_pairs.is_empty() {
             bail!("give sweep.draft_temps or sweep.draft_temp_pairs");
         }
@@ -295,6 +326,8 @@ pub struct Overrides {
     pub schemes: Option<Vec<SchemeSpec>>,
     pub drafts: Option<Vec<usize>>,
     pub draft_len: Option<usize>,
+    /// `sweep.trunks` (and `decode.trunk` back to 0).
+    pub trunks: Option<Vec<usize>>,
     pub draft_temps: Option<Vec<f64>>,
     /// Non-identical draft temperature pairs (K = 2).
     pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
@@ -332,6 +365,10 @@ impl Overrides {
         set(&mut config.sweep.schemes, &self.schemes);
         set(&mut config.sweep.drafts, &self.drafts);
         set(&mut config.decode.draft_len, &self.draft_len);
+        if let Some(trunks) = &self.trunks {
+            config.sweep.trunks = trunks.clone();
+            config.decode.trunk = 0;
+        }
         // Temperatures given on the command line replace both kinds: asking
         // for `--draft-temps 1.2` means exactly those cells.
         if self.draft_temps.is_some() || self.draft_temp_pairs.is_some() {

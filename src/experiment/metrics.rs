@@ -62,6 +62,10 @@ pub struct CellRow {
     pub bleu: Option<f64>,
     pub gen_seconds: f64,
     pub wall_seconds: f64,
+    /// Trunk length d (delayed tree expansion): 0 for ordinary drafting and
+    /// in files written before trunks ([`LATER_COLUMNS`]).
+    #[serde(default)]
+    pub trunk: usize,
 }
 
 /// Columns added after `results/tiny` was made: a `cells.csv` without them
@@ -70,6 +74,7 @@ pub const LATER_COLUMNS: &[&str] = &[
     "mean_accept_is",
     "mean_accept_spectr",
     "mean_accept_specinfer",
+    "trunk",
 ];
 
 /// Decoding settings that every row repeats.
@@ -168,6 +173,7 @@ impl CellRow {
             bleu: None,
             gen_seconds: seconds,
             wall_seconds,
+            trunk: cell.trunk(),
         }
     }
 

@@ -43,6 +43,8 @@ pub enum CellDecoder {
         draft_temps: Vec<f64>,
         /// The group's temperature set.
         temp_set: TempSet,
+        /// Trunk length d (delayed tree expansion); 0: ordinary drafting.
+        trunk: usize,
     },
 }
 
@@ -84,6 +86,15 @@ impl Cell {
         }
     }
 
+    /// Trunk length d (delayed tree expansion); 0 for ordinary drafting
+    /// and for the target alone.
+    pub fn trunk(&self) -> usize {
+        match &self.decoder {
+            CellDecoder::Target => 0,
+            CellDecoder::Drafted { trunk, .. } => *trunk,
+        }
+    }
+
     /// The scheme as `cells.csv` ids write it: its label, or `target`.
     pub fn scheme_label(&self) -> String {
         match self.scheme() {
@@ -119,6 +130,7 @@ impl Plan {
                 .collect(),
             sd: build("single").map_err(|e| anyhow::anyhow!("{e}"))?.into(),
             drafts: &config.sweep.drafts,
+            trunks: config.trunks(),
             plan: Plan::default(),
             group: 0,
         };
@@ -181,6 +193,7 @@ struct Builder<'c> {
     schemes: Vec<Arc<dyn Scheme>>,
     sd: Arc<dyn Scheme>,
     drafts: &'c [usize],
+    trunks: Vec<usize>,
     plan: Plan,
     group: usize,
 }
@@ -201,12 +214,18 @@ impl Builder<'_> {
     /// One (dataset, temperature set, seed) group: the SD baseline first,
     /// then every scheme at every K the set allows.
     fn draft_group(&mut self, dataset: Dataset, set: TempSet, seed: u64, report_skips: bool) {
-        let cell = |kind, scheme: &Arc<dyn Scheme>, temps: Vec<f64>| Cell {
+        let cell = |kind, scheme: &Arc<dyn Scheme>, temps: Vec<f64>, trunk: usize| Cell {
+            // The trunk is named only where there is one: ids of ordinary
+            // drafting stay what they were.
             id: format!(
-                "{}/{set}/K{}/{}/seed{seed}",
+                "{}/{set}/K{}/{}/{}seed{seed}",
                 dataset.name(),
                 temps.len(),
-                scheme.label()
+                scheme.label(),
+                match trunk {
+                    0 => String::new(),
+                    d => format!("trunk{d}/"),
+                }
             ),
             group: self.group,
             dataset,
@@ -216,16 +235,17 @@ impl Builder<'_> {
                 scheme: SchemeSpec::of(Arc::clone(scheme)),
                 draft_temps: temps,
                 temp_set: set,
+                trunk,
             },
         };
         let first = set.first().expect("draft groups have temperatures");
-        let mut cells = vec![cell(CellKind::Sd, &self.sd, vec![first])];
+        let mut cells = vec![cell(CellKind::Sd, &self.sd, vec![first], 0)];
         // Other single-draft schemes (block verification) run once per
         // group on draft 1, beside the SD baseline.
         if let TempSet::Identical(t) = set {
             for scheme in &self.schemes {
                 if scheme.max_drafts() == Some(1) && scheme.id() != self.sd.id() {
-                    cells.push(cell(CellKind::Scheme, scheme, vec![t]));
+                    cells.push(cell(CellKind::Scheme, scheme, vec![t], 0));
                 }
             }
         }
@@ -233,15 +253,24 @@ impl Builder<'_> {
             TempSet::Pair(_) => vec![2],
             _ => self.drafts.to_vec(),
         };
-        for k in ks {
+        let trunks = self.trunks.clone();
+        for (k, &trunk) in ks
+            .into_iter()
+            .flat_map(|k| trunks.iter().map(move |d| (k, d)))
+        {
             let temps = match set {
                 TempSet::Pair(pair) => pair.to_vec(),
                 _ => vec![first; k],
             };
             // SD is already the group's baseline.
             for scheme in self.schemes.iter().filter(|s| s.max_drafts() != Some(1)) {
-                match supports(scheme.as_ref(), &temps) {
-                    Ok(()) => cells.push(cell(CellKind::Scheme, scheme, temps.clone())),
+                let takes = supports(scheme.as_ref(), &temps).and(takes_trunk(
+                    scheme.as_ref(),
+                    &temps,
+                    trunk,
+                ));
+                match takes {
+                    Ok(()) => cells.push(cell(CellKind::Scheme, scheme, temps.clone(), trunk)),
                     Err(reason) if report_skips => self.plan.skipped.push(Skipped {
                         scheme: scheme.label(),
                         k,
@@ -255,6 +284,24 @@ impl Builder<'_> {
         self.plan.cells.extend(cells);
         self.group += 1;
     }
+}
+
+/// Whether a scheme takes a trunk of `trunk` tokens over these drafts: not
+/// one that shares the drafter's randomness, and only identical drafts.
+fn takes_trunk(scheme: &dyn Scheme, temps: &[f64], trunk: usize) -> Result<(), String> {
+    if trunk == 0 {
+        return Ok(());
+    }
+    if scheme.decoding().shares_drafter_randomness() {
+        return Err(format!(
+            "trunk {trunk}: {} shares the drafter's randomness",
+            scheme.id()
+        ));
+    }
+    if temps.windows(2).any(|w| w[0] != w[1]) {
+        return Err(format!("trunk {trunk}: a trunk needs identical drafts"));
+    }
+    Ok(())
 }
 
 /// Whether a scheme takes these drafts (identical when all temperatures
@@ -378,5 +425,28 @@ mod tests {
         assert_eq!(ids, all);
         assert_eq!(parse_shard("2/8"), Ok((2, 8)));
         assert!(parse_shard("0/8").is_err() && parse_shard("9/8").is_err());
+    }
+
+    /// A sweep over trunks adds `/trunkd/` cells for d > 0 and leaves the
+    /// ids of ordinary drafting as they were; ERSD and pairs take no trunk.
+    #[test]
+    fn trunk_cells_are_named_only_when_there_is_a_trunk() {
+        let plain = Plan::build(&default_config()).unwrap();
+        let mut config = default_config();
+        config.sweep.trunks = vec![0, 1];
+        config.sweep.draft_temp_pairs = vec![[1.2, 1.6]];
+        let swept = Plan::build(&config).unwrap();
+        let ids: Vec<&str> = swept.cells.iter().map(|c| c.id.as_str()).collect();
+        for cell in &plain.cells {
+            assert!(ids.contains(&cell.id.as_str()), "{}", cell.id);
+        }
+        let trunked: Vec<&Cell> = swept.cells.iter().filter(|c| c.trunk() == 1).collect();
+        assert!(!trunked.is_empty());
+        for cell in trunked {
+            assert!(cell.id.contains("/trunk1/") && cell.k() > 1, "{}", cell.id);
+            assert!(cell.temp_set().pair().is_none(), "{}", cell.id);
+            let scheme = cell.scheme_label();
+            assert!(!scheme.starts_with("ersd"), "{}", cell.id);
+        }
     }
 }

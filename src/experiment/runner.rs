@@ -285,6 +285,7 @@ pub fn decode_config(cell: &Cell, config: &Config) -> DecodeConfig {
         log_nodes: true,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: cell.trunk(),
     }
 }
 

@@ -214,7 +214,9 @@ fn skewed_law(q: &Dist, mass_below: &[f64], below: f64, prefix: f64, k: usize) -
 }
 
 /// The skewed draft laws `q′(·|c_i)`, i < L, along row `row`; at K = 1 the
-/// row's own laws.
+/// row's own laws. A trunk (delayed tree expansion) was drawn once from q:
+/// its laws are the row's own, and the skew, the law of the maximum of K
+/// chains sharing the trunk, starts after it.
 pub fn skewed_laws(paths: &Paths, row: usize) -> Vec<Rc<Dist>> {
     let k = paths.tokens.len();
     if k == 1 {
@@ -223,8 +225,9 @@ pub fn skewed_laws(paths: &Paths, row: usize) -> Vec<Rc<Dist>> {
     // A and x, rescaled every step so that the larger is 1: q′ depends on
     // their ratio only, and neither can underflow on a long chain.
     let (mut below, mut prefix) = (0.0, 1.0);
-    let mut laws = Vec::with_capacity(paths.length());
-    for t in 0..paths.length() {
+    let trunk = paths.trunk.min(paths.length());
+    let mut laws = paths.draft[row][..trunk].to_vec();
+    for t in trunk..paths.length() {
         let (p, q) = (&paths.target[row][t], &paths.draft[row][t]);
         let masses = mass_below(p, q);
         laws.push(Rc::new(skewed_law(q, &masses, below, prefix, k)));

@@ -23,6 +23,10 @@ pub struct Paths {
     /// `target[r][t]`: the target's law after row r's first t tokens
     /// (t ≤ L); rows that share a prefix share its law.
     pub target: Vec<Vec<Rc<Dist>>>,
+    /// Delayed tree expansion (`docs/schemes.md`, "Delayed tree
+    /// expansion"): the first `trunk` tokens were drafted once and are
+    /// shared by every row, so a verifier counts them as one input, not K.
+    pub trunk: usize,
 }
 
 impl Paths {
@@ -59,7 +63,20 @@ impl Paths {
             tokens,
             draft: draft_laws,
             target: target_laws,
+            trunk: 0,
         })
+    }
+
+    /// The same paths, their first `trunk` tokens drafted once (shared by
+    /// every row).
+    pub fn with_trunk(mut self, trunk: usize) -> Self {
+        debug_assert!(
+            self.tokens
+                .iter()
+                .all(|r| r[..trunk] == self.tokens[0][..trunk])
+        );
+        self.trunk = trunk;
+        self
     }
 
     /// How many rows share row `row`'s first `t` tokens.

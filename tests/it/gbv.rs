@@ -413,6 +413,7 @@ mod engine {
             log_nodes: false,
             rank_calibration: Default::default(),
             misread_drafts: None,
+            trunk: 0,
         };
         (0..samples)
             .map(|i| {

@@ -262,6 +262,7 @@ fn a_speculative_round_moves_only_the_logit_rows_the_walk_reads() {
         log_nodes: false,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     let scheme = build("specinfer").unwrap();
     let prompt = golden("opt-tiny-preln").rows[0].clone();

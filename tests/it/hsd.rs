@@ -247,6 +247,7 @@ mod engine {
             log_nodes: false,
             rank_calibration: Default::default(),
             misread_drafts: None,
+            trunk: 0,
         };
         (0..SAMPLES)
             .map(|i| {

@@ -49,4 +49,5 @@ mod spechub;
 mod threads;
 mod tiny_models;
 mod traversal;
+mod trunk;
 mod vectors;

@@ -33,6 +33,7 @@ fn decode(
         log_nodes: true,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     let scheme = build("optimal").unwrap();
     generate(

@@ -232,6 +232,7 @@ fn write_generations(config: &Config, temperature: f64, count: usize, path: &Pat
         log_nodes: false,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     let mut file = std::fs::File::create(path).unwrap();
     for i in 0..count {

@@ -27,6 +27,7 @@ fn config(k: usize, length: usize, temperature: f64, max_new: usize) -> DecodeCo
         log_nodes: true,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     }
 }
 

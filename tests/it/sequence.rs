@@ -216,6 +216,7 @@ fn sample_generations(scheme: &dyn Scheme, case: &Case, samples: usize) -> BTree
         log_nodes: false,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     let mut counts = BTreeMap::new();
     for i in 0..samples {
@@ -280,6 +281,7 @@ fn the_g_test_catches_a_biased_engine_run() {
         log_nodes: false,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     let mut counts = BTreeMap::new();
     for i in 0..20_000u64 {

@@ -109,6 +109,7 @@ fn the_trained_pair_loads_and_generates_speculatively() {
         log_nodes: true,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     for scheme in ["specinfer", "optimal", "ersd"] {
         let scheme = build(scheme).unwrap();
@@ -161,6 +162,7 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
         log_nodes: false,
         rank_calibration: Default::default(),
         misread_drafts: None,
+        trunk: 0,
     };
     for seed in 0..3u64 {
         let reference = race_autoregressive(

@@ -248,6 +248,7 @@ mod engine {
             log_nodes: true,
             rank_calibration: Default::default(),
             misread_drafts: None,
+            trunk: 0,
         };
         let scheme = Traversal { tree: mode };
         (0..samples)

@@ -197,6 +197,7 @@ impl TraversalNode {
         DraftTree::build::<std::convert::Infallible>(
             self.mode,
             &chains,
+            0,
             |_, _| self.q.clone(),
             |_, _| Ok(self.p.clone()),
         )
@@ -245,7 +246,8 @@ mod tests {
         let chains = vec![vec![0, 1], vec![0, 2], vec![1, 1]];
         let p = dist(&[0.5, 0.3, 0.2]);
         let build = |mode| {
-            DraftTree::build::<()>(mode, &chains, |_, _| p.clone(), |_, _| Ok(p.clone())).unwrap()
+            DraftTree::build::<()>(mode, &chains, 0, |_, _| p.clone(), |_, _| Ok(p.clone()))
+                .unwrap()
         };
         let mult = build(TreeMode::Mult);
         let root: Vec<(u32, bool)> = mult.nodes[0]
@@ -274,7 +276,7 @@ mod tests {
         let chains = vec![vec![2, 0], vec![2, 2]];
         for mode in [TreeMode::Mult, TreeMode::Merged] {
             let tree =
-                DraftTree::build::<()>(mode, &chains, |_, _| q.clone(), |_, _| Ok(p.clone()))
+                DraftTree::build::<()>(mode, &chains, 0, |_, _| q.clone(), |_, _| Ok(p.clone()))
                     .unwrap();
             let total: f64 = Traverser::new(&tree).endings().iter().map(|e| e.prob).sum();
             assert!((total - 1.0).abs() < 1e-12, "{mode:?}: {total}");

@@ -57,6 +57,7 @@ impl DraftTree {
         Self::build::<std::convert::Infallible>(
             mode,
             &paths.tokens,
+            paths.trunk,
             |r, t| paths.draft[r][t].clone(),
             |r, t| Ok(paths.target[r][t].clone()),
         )
@@ -66,10 +67,13 @@ impl DraftTree {
     /// The tree of `chains` (one per drafted row, all of one length) under
     /// `mode`. `draft(row, t)` and `target(row, t)` are the laws after the
     /// row's first `t` tokens; each is asked once per node, for the node's
-    /// first row.
+    /// first row. The first `trunk` tokens of the chains were drafted once
+    /// (delayed tree expansion): a node above depth `trunk` has one input,
+    /// never `mult`'s copies.
     pub fn build<E>(
         mode: TreeMode,
         chains: &[Vec<u32>],
+        trunk: usize,
         mut draft: impl FnMut(usize, usize) -> Rc<Dist>,
         mut target: impl FnMut(usize, usize) -> Result<Rc<Dist>, E>,
     ) -> Result<Self, E> {
@@ -102,7 +106,7 @@ impl DraftTree {
                         Some(c) => {
                             rows[c].push(r);
                             nodes[c].chains += 1;
-                            if mode == TreeMode::Mult {
+                            if mode == TreeMode::Mult && t >= trunk {
                                 nodes[u].inputs.push(Input {
                                     token: x,
                                     child: None,

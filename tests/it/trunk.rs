@@ -1,0 +1,350 @@
+//! Delayed tree expansion (`docs/schemes.md`, "Delayed tree expansion"): a
+//! trunk of d tokens drafted once, then K rows branching. Every scheme that
+//! takes a trunk keeps the target's law over a round when the trunk counts
+//! as one input; handing the scheme the K copies of a trunk token as K
+//! i.i.d. inputs (or not telling a path verifier) is caught; the engine
+//! samples the target's law with a trunk; trunk 0 is ordinary drafting.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use specbench::decode::exact::{
+    RoundModels, StringLaw, drafted_rows_with_trunk, extend_with_target, paths_of,
+    round_law_with_trunk, target_law,
+};
+use specbench::decode::{DecodeConfig, generate, surviving_rows};
+use specbench::laws::{Dist, Processing};
+use specbench::model::{ContextLogits, HistoryLm, ToyLm};
+use specbench::rng::SpecRng;
+use specbench::select::paths::PathVerifier;
+use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
+use specbench::verify::gtest::g_test;
+use specbench::verify::instances::{Special, TreeInstance};
+
+const PROMPT: [u32; 1] = [0];
+const LENGTH: usize = 3;
+
+fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
+    let keys: BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Every scheme of the registry that takes a trunk (not ERSD, which shares
+/// the drafter's randomness), with traversal's other tree modes, built.
+fn trunk_schemes() -> Vec<(String, Box<dyn Scheme>)> {
+    let mut labels: Vec<String> = catalogue().iter().map(|i| i.id.to_string()).collect();
+    labels.extend(["traversal:tree=merged", "traversal:tree=distinct"].map(String::from));
+    labels
+        .into_iter()
+        .map(|label| {
+            let scheme = build(&label).unwrap();
+            (label, scheme)
+        })
+        .filter(|(_, s)| !s.decoding().shares_drafter_randomness())
+        .collect()
+}
+
+/// Random, zeros, p = q and disjoint instances over V = 3.
+fn instances() -> Vec<TreeInstance> {
+    let specials = [
+        Special::None,
+        Special::ZerosInP,
+        Special::PEqualsQ,
+        Special::Disjoint,
+    ];
+    (0..8u64)
+        .map(|seed| TreeInstance {
+            seed,
+            vocab: 3,
+            special: specials[seed as usize % specials.len()],
+        })
+        .collect()
+}
+
+fn with_models<T>(
+    inst: &TreeInstance,
+    k: usize,
+    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+) -> T {
+    let target = |prefix: &[u32]| inst.laws(prefix).0;
+    let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts: k,
+        identical: true,
+    };
+    check(&models, &target)
+}
+
+/// The scheme takes K identical drafts (and one, at trunk nodes).
+fn takes(scheme: &dyn Scheme, k: usize) -> bool {
+    let q = Dist::new(vec![1.0 / 3.0; 3]).unwrap();
+    [1, k].iter().all(|&k| {
+        scheme
+            .supports(&drafts_for(scheme, &Drafts::identical(&q, k)))
+            .is_ok()
+    })
+}
+
+/// `max |round law continued by the target − the target's law|`, less the
+/// round's own mass defect `|Σ − 1|`: rsd's without-replacement law over a
+/// q with a token of mass 5e-7 (after a trunk, on a `PEqualsQ` instance)
+/// sums to 1 + 3e-11 by itself (`draft::remaining_mass` subtracts the drawn
+/// mass from the total), whatever the trunk; that defect is not the
+/// trunk's, and is held below 1e-9.
+fn error_of(round: &StringLaw, target: &dyn Fn(&[u32]) -> Dist) -> f64 {
+    let defect = (round.values().sum::<f64>() - 1.0).abs();
+    assert!(defect < 1e-9, "round mass defect {defect:e}");
+    let extended = extend_with_target(round, target, &PROMPT, LENGTH + 1);
+    let error = max_difference(&extended, &target_law(target, &PROMPT, LENGTH + 1));
+    (error - defect).max(0.0)
+}
+
+#[test]
+fn every_scheme_with_a_trunk_emits_the_target_law_over_a_round() {
+    let mut worst = 0.0f64;
+    let mut checked = BTreeSet::new();
+    for (label, scheme) in trunk_schemes() {
+        for (k, trunk) in [(2, 1), (2, 2), (3, 1), (3, 2)] {
+            if !takes(scheme.as_ref(), k) {
+                continue;
+            }
+            for inst in instances() {
+                let error = with_models(&inst, k, |models, target| {
+                    let round =
+                        round_law_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, trunk)
+                            .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    error_of(&round, target)
+                });
+                assert!(
+                    error < 1e-12,
+                    "{label} K={k} d={trunk} {}: max error {error:e}",
+                    inst.label()
+                );
+                worst = worst.max(error);
+            }
+            checked.insert(label.clone());
+        }
+    }
+    for must in [
+        "specinfer",
+        "rsd",
+        "spechub",
+        "block",
+        "hsd",
+        "gbv",
+        "traversal",
+    ] {
+        assert!(
+            checked.contains(must),
+            "{must} was not checked: {checked:?}"
+        );
+    }
+    assert!(worst > 0.0, "rounding never showed: the check may not run");
+}
+
+/// The walk over trunk-drafted rows, written out again: with `one_input`
+/// the scheme sees one draft at trunk depths (as the engine does), without
+/// it the K copies of the trunk token as K i.i.d. inputs (wrong: they
+/// were one draw).
+fn walk_law(models: &RoundModels, scheme: &dyn Scheme, trunk: usize, one_input: bool) -> StringLaw {
+    let mut law = StringLaw::new();
+    for (rows, prob) in drafted_rows_with_trunk(models, scheme, &PROMPT, LENGTH, trunk) {
+        let mut stack = vec![((0..rows.len()).collect::<Vec<usize>>(), Vec::new(), prob)];
+        while let Some((valid, emitted, prob)) = stack.pop() {
+            let prefix: Vec<u32> = PROMPT.iter().chain(&emitted).copied().collect();
+            let p = (models.target)(&prefix);
+            let t = emitted.len();
+            if t == LENGTH {
+                for &y in p.support() {
+                    let s = [&emitted[..], &[y]].concat();
+                    *law.entry(s).or_insert(0.0) += prob * p.get(y);
+                }
+                continue;
+            }
+            let seen = if one_input && t < trunk {
+                &valid[..1]
+            } else {
+                &valid[..]
+            };
+            let q = (models.draft)(0, &prefix);
+            let drafts = Drafts::identical(&q, seen.len());
+            let inputs: Vec<u32> = seen.iter().map(|&r| rows[r][t]).collect();
+            let conditional = scheme
+                .prepare(&p, &drafts)
+                .unwrap()
+                .conditional_law(&inputs);
+            for (y, &c) in conditional.iter().enumerate().filter(|(_, c)| **c > 0.0) {
+                let s = [&emitted[..], &[y as u32]].concat();
+                let next = surviving_rows(&valid, |r| rows[r][t], y as u32);
+                if next.is_empty() {
+                    *law.entry(s).or_insert(0.0) += prob * c;
+                } else {
+                    stack.push((next, s, prob * c));
+                }
+            }
+        }
+    }
+    law
+}
+
+/// The walk written out again agrees with the exact round law, and the
+/// reading that hands the scheme K copies of a trunk token is not lossless.
+#[test]
+fn k_copies_of_the_trunk_as_iid_inputs_are_caught() {
+    let scheme = build("specinfer").unwrap();
+    let mut wrong = 0.0f64;
+    for inst in instances() {
+        for (k, trunk) in [(2, 1), (3, 2)] {
+            with_models(&inst, k, |models, target| {
+                let exact =
+                    round_law_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, trunk).unwrap();
+                let again = walk_law(models, scheme.as_ref(), trunk, true);
+                let gap = max_difference(&exact, &again);
+                assert!(gap < 1e-12, "K={k} d={trunk} {}: {gap:e}", inst.label());
+                let copies = walk_law(models, scheme.as_ref(), trunk, false);
+                wrong = wrong.max(error_of(&copies, target));
+            });
+        }
+    }
+    assert!(
+        wrong > 1e-3,
+        "K copies of the trunk went unnoticed: {wrong:e}"
+    );
+}
+
+/// GBV not told of the trunk (skewing the trunk as if it were the maximum
+/// of K draws) is not lossless. (Traversal's `mult` tree not told, with K − 1
+/// copy inputs at trunk nodes, turns out to keep the target's law on these
+/// instances: a copy of a rejected token is always rejected. The tree is
+/// built with one input there all the same.)
+#[test]
+fn path_verifiers_not_told_of_the_trunk_are_caught() {
+    for label in ["gbv"] {
+        let scheme = build(label).unwrap();
+        let verifier: &dyn PathVerifier = match scheme.decoding() {
+            specbench::select::Decoding::Paths(v) => v,
+            _ => unreachable!("{label} verifies paths"),
+        };
+        let mut wrong = 0.0f64;
+        for inst in instances() {
+            with_models(&inst, 2, |models, target| {
+                let mut law = StringLaw::new();
+                for (rows, prob) in
+                    drafted_rows_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, 1)
+                {
+                    let paths = paths_of(models, &PROMPT, rows);
+                    for ending in verifier.endings(&paths) {
+                        let kept = &paths.tokens[ending.row][..ending.len];
+                        for (y, py) in ending.next {
+                            let s = [kept, &[y]].concat();
+                            *law.entry(s).or_insert(0.0) += prob * ending.prob * py;
+                        }
+                    }
+                }
+                wrong = wrong.max(error_of(&law, target));
+            });
+        }
+        assert!(
+            wrong > 1e-3,
+            "{label} without the trunk went unnoticed: {wrong:e}"
+        );
+    }
+}
+
+const TARGET_ID: u64 = 11;
+const DRAFT_ID: u64 = 23;
+
+fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
+    let mut logits = vec![0.0f32; model.vocab_size()];
+    model.logits_after(prefix, &mut logits);
+    proc.apply(&logits).unwrap()
+}
+
+fn toy_config(k: usize, trunk: usize) -> DecodeConfig {
+    let processing = |temperature| Processing {
+        temperature,
+        top_k: None,
+        top_p: 1.0,
+    };
+    DecodeConfig {
+        draft_len: LENGTH,
+        max_new_tokens: LENGTH + 1,
+        target: processing(1.0),
+        drafts: vec![processing(1.7); k],
+        log_nodes: false,
+        rank_calibration: Default::default(),
+        misread_drafts: None,
+        trunk,
+    }
+}
+
+/// `samples` generations of L + 1 tokens through the engine, by string.
+fn sample(scheme: &dyn Scheme, config: &DecodeConfig, samples: u64) -> BTreeMap<Vec<u32>, u64> {
+    let mut target = HistoryLm::new(ToyLm::new(TARGET_ID, 3, None));
+    let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, 3, None));
+    let mut counts = BTreeMap::new();
+    for i in 0..samples {
+        let mut rng = SpecRng::derive(7, &[i]);
+        let g = generate(&mut target, &mut draft, &PROMPT, scheme, config, &mut rng).unwrap();
+        *counts.entry(g.tokens).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The engine at d = 1 samples the law the exact round law gives (the
+/// target's, extended over L + 1 tokens), through caches and rollback.
+#[test]
+fn the_engine_with_a_trunk_samples_the_exact_law() {
+    let config = toy_config(3, 1);
+    let target_model = ToyLm::new(TARGET_ID, 3, None);
+    let draft_model = ToyLm::new(DRAFT_ID, 3, None);
+    let target = |prefix: &[u32]| law_of(&target_model, &config.target, prefix);
+    let draft = |row: usize, prefix: &[u32]| law_of(&draft_model, &config.drafts[row], prefix);
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts: 3,
+        identical: true,
+    };
+    for label in ["specinfer", "rsd", "traversal", "gbv"] {
+        let scheme = build(label).unwrap();
+        let round = round_law_with_trunk(&models, scheme.as_ref(), &PROMPT, LENGTH, 1).unwrap();
+        let law = extend_with_target(&round, &target, &PROMPT, LENGTH + 1);
+        let counts = sample(scheme.as_ref(), &config, 20_000);
+        let keys: Vec<&Vec<u32>> = law.keys().collect();
+        assert!(counts.keys().all(|k| law.contains_key(k)), "{label}");
+        let observed: Vec<u64> = keys.iter().map(|k| *counts.get(*k).unwrap_or(&0)).collect();
+        let expected: Vec<f64> = keys.iter().map(|k| law[*k]).collect();
+        let p = g_test(&observed, &expected).p_value;
+        assert!(
+            p >= 1e-6,
+            "{label}: sampled strings fail the G-test (p = {p:e})"
+        );
+    }
+}
+
+/// A trunk is drawn once: the engine drafts one row through it (one draft
+/// call per trunk token), and the K rows agree on it.
+#[test]
+fn bad_trunks_are_refused_with_one_line() {
+    let scheme = build("specinfer").unwrap();
+    let mut long = toy_config(2, LENGTH);
+    let mut rng = SpecRng::new(1);
+    let mut target = HistoryLm::new(ToyLm::new(TARGET_ID, 3, None));
+    let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, 3, None));
+    let mut refusal = |scheme: &dyn Scheme, config: &DecodeConfig| {
+        let e = generate(&mut target, &mut draft, &PROMPT, scheme, config, &mut rng).unwrap_err();
+        let message = e.to_string();
+        assert!(!message.contains('\n'), "{message}");
+        message
+    };
+    assert!(refusal(scheme.as_ref(), &long).contains("below the draft length"));
+    long.trunk = 1;
+    long.drafts[1].temperature = 1.0;
+    assert!(refusal(scheme.as_ref(), &long).contains("identical drafts"));
+    let ersd = build("ersd").unwrap();
+    assert!(refusal(ersd.as_ref(), &toy_config(2, 1)).contains("randomness"));
+}
