@@ -184,12 +184,19 @@ impl CellRow {
         self.token_rate_vs_sd_pct = Some(100.0 * (self.token_rate / sd.token_rate - 1.0));
     }
 
-    /// The scheme as written on the command line (`is:m=40:s=5`).
+    /// The scheme as written on the command line (`is:m=40:s=5`), with
+    /// its drafts' trunk when they have one (`specinfer:trunk=2`, docs/schemes.md
+    /// §2.2.1), so that every table and figure keeps cells of different
+    /// drafting apart.
     pub fn scheme_label(&self) -> String {
-        if self.scheme_params.is_empty() {
+        let scheme = if self.scheme_params.is_empty() {
             self.scheme.to_string()
         } else {
             format!("{}:{}", self.scheme, self.scheme_params)
+        };
+        match self.trunk {
+            0 => scheme,
+            d => format!("{scheme}:trunk={d}"),
         }
     }
 
@@ -265,5 +272,20 @@ mod tests {
         let sd = standard_deviation(&[1.0, 2.0, 3.0, 4.0]).unwrap();
         assert!((sd - 1.2909944487358056).abs() < 1e-15);
         assert!((standard_error(&[1.0, 2.0, 3.0, 4.0]).unwrap() - sd / 2.0).abs() < 1e-15);
+    }
+
+    /// Cells of another drafting never share a row of a table or a line of
+    /// a figure with today's: the trunk is part of the label.
+    #[test]
+    fn a_trunk_is_part_of_the_label() {
+        let cell = |params: &str, trunk| CellRow {
+            scheme: "is".parse().unwrap(),
+            scheme_params: params.into(),
+            trunk,
+            ..CellRow::default()
+        };
+        assert_eq!(cell("", 0).scheme_label(), "is");
+        assert_eq!(cell("m=40:s=5", 0).scheme_label(), "is:m=40:s=5");
+        assert_eq!(cell("m=40:s=5", 2).scheme_label(), "is:m=40:s=5:trunk=2");
     }
 }
