@@ -7,7 +7,7 @@
 #   scripts/regenerate.sh tiny             # results/tiny, plots/tiny (~5 min)
 #   scripts/regenerate.sh smollm2          # results/smollm2, plots/smollm2 (~20 min; fetches the GGUF)
 #   scripts/regenerate.sh verifiers-tiny   # the matched study on the tiny pair (~15 min)
-#   scripts/regenerate.sh verifiers-smollm2  # the matched study on SmolLM2 (~40 min)
+#   scripts/regenerate.sh verifiers-smollm2  # the matched study on SmolLM2 (~15 min)
 #   scripts/regenerate.sh parity-smollm2   # every scheme end to end on SmolLM2 (~60 min)
 #   scripts/regenerate.sh parity-smollm2-hot  # the draft-law mutants on SmolLM2, draft T 2.4 (~25 min)
 #   scripts/regenerate.sh bench-parity     # what parity costs, tiny pair and SmolLM2 (~30 min)
