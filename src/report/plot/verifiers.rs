@@ -29,6 +29,19 @@ pub fn verifiers_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figur
         ));
         return Vec::new();
     }
+    let finite = |r: &&&CellRow| {
+        r.block_efficiency_mean.is_finite() && r.block_efficiency_se.is_none_or(f64::is_finite)
+    };
+    if let Some(bad) = cells.iter().find(|r| !finite(r)) {
+        skipped.push(Skip::new(
+            "verifiers",
+            format!(
+                "cell {}: block_efficiency_mean or its s.e. is not a finite number: the cells.csv is damaged, run the cell again",
+                bad.cell_id
+            ),
+        ));
+        return Vec::new();
+    }
     let temps = in_order(cells.iter().map(|r| r.temp_set.to_string()));
     temps
         .iter()
@@ -141,6 +154,15 @@ mod tests {
         assert_eq!(bars[0].note, "3.00; study 5.31, rank 1");
         assert_eq!(bars[1].note, "2.90");
         assert_eq!(bars[0].err, Some(0.05));
+    }
+
+    #[test]
+    fn a_damaged_value_skips_the_figure_with_the_fix() {
+        let mut rows = vec![cell("specinfer", 4, 2.5), cell("traversal", 4, 3.0), cell("single", 1, 2.0)];
+        rows[1].block_efficiency_mean = f64::INFINITY;
+        let mut skipped = Vec::new();
+        assert!(verifiers_figures(&rows, &mut skipped).is_empty());
+        assert!(skipped[0].reason.contains("not a finite number"), "{}", skipped[0].reason);
     }
 
     #[test]
