@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows, extend_with_target, paths_of, round_law, target_law,
 };
@@ -129,13 +130,6 @@ fn instances(count: u64, vocab: usize) -> Vec<Instance> {
             })
         })
         .collect()
-}
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
 }
 
 /// Runs `check` with K identical draft rows of the instance.

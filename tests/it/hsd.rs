@@ -4,6 +4,7 @@
 //! draft tokens, exactly; the decode engine samples each reading's exact
 //! round law.
 
+use crate::common::laws::max_difference;
 use specbench::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
 use specbench::laws::Dist;
 use specbench::select::Scheme;
@@ -14,13 +15,6 @@ use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const PUBLISHED: [HsdReading; 2] = [HsdReading::PublishedRunningMax, HsdReading::PublishedMinCap];
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
-}
 
 /// Expected tokens per round (accepted draft tokens plus one).
 fn mean_tokens(law: &StringLaw) -> f64 {

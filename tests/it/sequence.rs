@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use specbench::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
+use crate::common::laws::max_difference;
+use specbench::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
 use specbench::decode::{DecodeConfig, generate};
 use specbench::laws::{Dist, Processing};
 use specbench::model::{ContextLogits, HistoryLm, ToyLm};
@@ -79,13 +80,6 @@ impl Case {
         let reference = target_law(&target, &PROMPT, self.length + 1);
         max_difference(&extended, &reference)
     }
-}
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
 }
 
 fn cases() -> Vec<Case> {

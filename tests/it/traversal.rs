@@ -4,10 +4,10 @@
 //! (`mult`) SpecInfer's; the wrong readings are caught; the engine samples
 //! the target law in every mode.
 
+use crate::common::laws::{max_difference, with_models};
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows, extend_with_target, paths_of, round_law, target_law,
 };
-use specbench::laws::Dist;
 use specbench::select::block::Block;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::traversal::{DraftTree, Reading, Traversal, Traverser, TreeMode};
@@ -16,30 +16,6 @@ use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const MODES: [TreeMode; 3] = [TreeMode::Mult, TreeMode::Merged, TreeMode::Distinct];
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
-}
-
-/// Runs `check` with the round models of a tree instance.
-fn with_models<T>(
-    inst: &TreeInstance,
-    k: usize,
-    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
-) -> T {
-    let target = |prefix: &[u32]| inst.laws(prefix).0;
-    let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
-    let models = RoundModels {
-        target: &target,
-        draft: &draft,
-        drafts: k,
-        identical: true,
-    };
-    check(&models, &target)
-}
 
 /// `max |law of the round continued by p − p's law|` over L + 1 tokens.
 fn round_error(inst: &TreeInstance, scheme: &dyn Scheme, k: usize, length: usize) -> f64 {

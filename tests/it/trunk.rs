@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::common::laws::{max_difference, with_models};
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows_with_trunk, extend_with_target, paths_of,
     round_law_with_trunk, target_law,
@@ -22,13 +23,6 @@ use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const LENGTH: usize = 3;
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
-}
 
 /// Every scheme of the registry that takes a trunk (not ERSD, which shares
 /// the drafter's randomness), with traversal's other tree modes, built.
@@ -60,22 +54,6 @@ fn instances() -> Vec<TreeInstance> {
             special: specials[seed as usize % specials.len()],
         })
         .collect()
-}
-
-fn with_models<T>(
-    inst: &TreeInstance,
-    k: usize,
-    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
-) -> T {
-    let target = |prefix: &[u32]| inst.laws(prefix).0;
-    let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
-    let models = RoundModels {
-        target: &target,
-        draft: &draft,
-        drafts: k,
-        identical: true,
-    };
-    check(&models, &target)
 }
 
 /// The scheme takes K identical drafts (and one, at trunk nodes).

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod hub_server;
+pub mod laws;
 
 /// An empty scratch folder under the system temp dir, unique to this test
 /// process: `specbench-{suite}-{name}-{pid}`.
