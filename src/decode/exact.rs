@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use super::round::drafts_of;
 use crate::laws::Dist;
+use crate::select::gls::law::node_law;
 use crate::select::paths::{PathVerifier, Paths};
 use crate::select::{Decoding, Scheme, SchemeError, drafts_used, fail};
 
@@ -52,6 +53,13 @@ pub fn round_law_with_trunk(
         Decoding::Paths(verifier) => {
             return paths_round_law_with_trunk(models, scheme, verifier, prompt, length, trunk);
         }
+        Decoding::Lists | Decoding::Race(_) if trunk > 0 => {
+            return fail(format!(
+                "{} shares the drafter's randomness: it takes no trunk (trunk = 0)",
+                scheme.id()
+            ));
+        }
+        Decoding::Lists => return lists_round_law(models, scheme, prompt, length),
         Decoding::Race(_) => {
             return fail(format!(
                 "{} rounds are a deterministic function of the shared race: test them against race sampling",
@@ -384,4 +392,65 @@ pub fn drafted_rows_with_trunk(
         }
     }
     sets
+}
+
+/// The round law of GLS (`docs/schemes.md` q): at each depth the drafts
+/// still matching share the emitted prefix and their noise there is fresh,
+/// so the node's exact law ([`node_law`]) over their draft laws gives the
+/// emitted token and the drafts that drew it; the round ends where none
+/// did, or with a bonus token from p after L.
+pub fn lists_round_law(
+    models: &RoundModels,
+    scheme: &dyn Scheme,
+    prompt: &[u32],
+    length: usize,
+) -> Result<StringLaw, SchemeError> {
+    let k = drafts_used(scheme, models.drafts);
+    let mut law = StringLaw::new();
+    let all: Vec<usize> = (0..k).collect();
+    lists_descend(models, prompt, length, Vec::new(), &all, 1.0, &mut law)?;
+    Ok(law)
+}
+
+fn lists_descend(
+    models: &RoundModels,
+    prompt: &[u32],
+    length: usize,
+    emitted: Vec<u32>,
+    active: &[usize],
+    prob: f64,
+    law: &mut StringLaw,
+) -> Result<(), SchemeError> {
+    let prefix: Vec<u32> = prompt.iter().chain(&emitted).copied().collect();
+    let p = (models.target)(&prefix);
+    if emitted.len() == length {
+        for (&y, &py) in p.support().iter().zip(p.support_probs()) {
+            let mut s = emitted.clone();
+            s.push(y);
+            *law.entry(s).or_insert(0.0) += prob * py;
+        }
+        return Ok(());
+    }
+    let qs: Vec<Dist> = active.iter().map(|&r| (models.draft)(r, &prefix)).collect();
+    let q_refs: Vec<&Dist> = qs.iter().collect();
+    let node = node_law(&p, &drafts_of(&q_refs, models.identical))?;
+    for (y, by_set) in node.joint.iter().enumerate() {
+        for (set, &c) in by_set.iter().enumerate() {
+            if c == 0.0 {
+                continue;
+            }
+            let mut s = emitted.clone();
+            s.push(y as u32);
+            let next: Vec<usize> = (active.iter().enumerate())
+                .filter(|&(i, _)| set & 1 << i != 0)
+                .map(|(_, &r)| r)
+                .collect();
+            if next.is_empty() {
+                *law.entry(s).or_insert(0.0) += prob * c;
+            } else {
+                lists_descend(models, prompt, length, s, &next, prob * c, law)?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,8 @@
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
 //! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
-//! shared races over a drafted tree) and [`paths`] (K drafted paths handed
+//! shared races over a drafted tree), [`gls`] (K chains, each under its own
+//! race, which the verifier reads too) and [`paths`] (K drafted paths handed
 //! whole to the scheme's path verifier: block verification, Traversal
 //! Verification, …); the steps of a round they share, from the processing of a row of
 //! logits to the rollback, are in `round`. [`autoregressive`] is the
@@ -16,6 +17,7 @@
 pub mod closed_forms;
 mod draft_law;
 pub mod exact;
+pub mod gls;
 pub mod paths;
 pub mod race;
 mod round;
@@ -159,6 +161,7 @@ pub fn generate(
     match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
         Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
+        Decoding::Lists => gls::generate(target, draft, prompt, config, rng),
         Decoding::Paths(verifier) => {
             let verify = |paths: &_, rng: &mut SpecRng| verifier.verify(paths, rng);
             paths::generate(target, draft, prompt, scheme, &verify, config, rng)

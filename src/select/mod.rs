@@ -38,6 +38,7 @@ schemes! {
     greedy: ENTRY;
     optimal: oracle::ENTRY;
     race: ENTRY;
+    gls: ENTRY;
     block: ENTRY;
     hsd: ENTRY;
     traversal: ENTRY;
@@ -169,6 +170,9 @@ pub enum Decoding<'a> {
     /// Exponential races shared by drafter and verifier (ERSD), drafting
     /// a tree of the given shape.
     Race(RaceTree),
+    /// K drafted chains, each a Gumbel-max sample under its own exponential
+    /// noise, which the verifier reads too (GLS, `docs/schemes.md` q).
+    Lists,
     /// K drafted paths verified as a whole by the verifier (block
     /// verification, Traversal Verification, …; see [`paths`]).
     Paths(&'a dyn PathVerifier),
@@ -183,17 +187,24 @@ impl Decoding<'_> {
         matches!(self, Decoding::Paths(_))
     }
 
-    /// Drafter and verifier share their randomness (ERSD's races): there is
-    /// no node rule on fresh coins, so it is checked against its own race
-    /// sampling and rank law instead.
+    /// Drafter and verifier share their randomness (ERSD's races, GLS's
+    /// noise): there is no node rule on fresh coins, so it is checked
+    /// against its own sampling and its own exact laws instead.
     pub fn shares_drafter_randomness(self) -> bool {
-        matches!(self, Decoding::Race(_))
+        matches!(self, Decoding::Race(_) | Decoding::Lists)
+    }
+
+    /// `decode::exact::round_law` enumerates its rounds: every decoding but
+    /// ERSD's, whose stream is a function of one race (checked against race
+    /// sampling instead).
+    pub fn has_round_law(self) -> bool {
+        !matches!(self, Decoding::Race(_))
     }
 
     /// It drafts its K rows from one law (one draft temperature).
     pub fn needs_identical_drafts(self) -> bool {
         match self {
-            Decoding::Walk => false,
+            Decoding::Walk | Decoding::Lists => false,
             Decoding::Race(_) => true,
             Decoding::Paths(verifier) => verifier.needs_identical_drafts(),
         }

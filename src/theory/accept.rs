@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::laws::Dist;
+use crate::select::gls::law::landing as gls_landing;
 use crate::select::race::{landing_probability, rank_law};
-use crate::select::{DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
+use crate::select::{Decoding, DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 
 use super::{ENUMERATION_LIMIT, exact_outcome, optimum};
 
@@ -31,6 +32,11 @@ pub enum Method {
     ClosedForm,
     /// ERSD: `Pr[R ≤ K]` from the rank law of the target's race winner.
     RankLaw,
+    /// GLS: the exact node law of its shared noise, integrated term by term.
+    ListLaw,
+    /// GLS past the expansion's size limit: the same integral by
+    /// quadrature (~1e-12).
+    ListQuadrature,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -96,6 +102,8 @@ impl AcceptReport {
                 Method::Enumerated => "enumerated",
                 Method::ClosedForm => "closed form",
                 Method::RankLaw => "rank law",
+                Method::ListLaw => "list law",
+                Method::ListQuadrature => "list law (quadrature)",
             };
             let _ = writeln!(
                 out,
@@ -226,17 +234,30 @@ fn row(
 ) -> Result<AcceptRow, String> {
     let law = scheme.draft_law();
     let context = |e: crate::select::SchemeError| format!("{name}: {e}");
-    if scheme.decoding().shares_drafter_randomness() {
-        let ranks = rank_law(p, drafts.law(0), drafts.k());
-        return Ok(AcceptRow {
-            scheme: name.to_string(),
-            draft_law: law,
-            drafts: drafts.k(),
-            landing: landing_probability(&ranks, drafts.k()),
-            method: Method::RankLaw,
-            selection: None,
-            optimum,
-        });
+    let shared = |landing, method| AcceptRow {
+        scheme: name.to_string(),
+        draft_law: law,
+        drafts: drafts.k(),
+        landing,
+        method,
+        selection: None,
+        optimum,
+    };
+    match scheme.decoding() {
+        Decoding::Race(_) => {
+            let ranks = rank_law(p, drafts.law(0), drafts.k());
+            let landing = landing_probability(&ranks, drafts.k());
+            return Ok(shared(landing, Method::RankLaw));
+        }
+        Decoding::Lists => {
+            let (landing, exact) = gls_landing(p, drafts);
+            let method = match exact {
+                true => Method::ListLaw,
+                false => Method::ListQuadrature,
+            };
+            return Ok(shared(landing, method));
+        }
+        Decoding::Walk | Decoding::Paths(_) => {}
     }
     let (landing, method, selection) = match exact_outcome(scheme, p, drafts) {
         Ok(exact) => (exact.landing, Method::Enumerated, exact.selection),

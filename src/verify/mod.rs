@@ -13,13 +13,14 @@
 
 pub mod gtest;
 pub mod instances;
+pub mod lists;
 pub mod race;
 pub mod rounds;
 
 use std::fmt::Write as _;
 
 use crate::rng::SpecRng;
-use crate::select::{Scheme, SchemeError, build_list};
+use crate::select::{Decoding, Scheme, SchemeError, build_list};
 use crate::theory::{exact_outcome, optimum};
 
 use gtest::{GTest, g_test};
@@ -193,8 +194,10 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
-    if scheme.decoding().shares_drafter_randomness() {
-        return race::check_race_scheme(scheme, options);
+    match scheme.decoding() {
+        Decoding::Race(_) => return race::check_race_scheme(scheme, options),
+        Decoding::Lists => return lists::check_list_scheme(scheme, options),
+        Decoding::Walk | Decoding::Paths(_) => {}
     }
     let instances = instances_for(scheme, options.seed, options.instances);
     let enumeration = enumeration_check(scheme, &instances);

@@ -22,6 +22,7 @@ mod gbv;
 mod gguf_smollm2;
 mod gguf_tiny;
 mod global_resolution;
+mod gls;
 mod golden_models;
 mod gpu_check;
 mod hsd;

@@ -323,6 +323,8 @@ fn bad_trunks_are_refused_with_one_line() {
     long.trunk = 1;
     long.drafts[1].temperature = 1.0;
     assert!(refusal(scheme.as_ref(), &long).contains("identical drafts"));
-    let ersd = build("ersd").unwrap();
-    assert!(refusal(ersd.as_ref(), &toy_config(2, 1)).contains("randomness"));
+    for shared in ["ersd", "gls"] {
+        let scheme = build(shared).unwrap();
+        assert!(refusal(scheme.as_ref(), &toy_config(2, 1)).contains("randomness"));
+    }
 }

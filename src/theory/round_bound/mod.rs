@@ -22,8 +22,8 @@ pub use readings::ReadingRow;
 
 /// The verifiers `round-bound` lists by default, in order: block
 /// verification, HSD (exact reading), SpecInfer (the walk, `docs/schemes.md`
-/// §2.1), RSD, SpecHub, Traversal Verification in its three tree modes and
-/// GBV. A scheme whose exact
+/// §2.1), RSD, SpecHub, Traversal Verification in its three tree modes, GBV
+/// and GLS. A scheme whose exact
 /// round law `decode::exact::round_law` enumerates, and whose drafting is
 /// its `draft_law()` at the root then independent chains, is one more
 /// entry here.
@@ -37,6 +37,7 @@ pub const SCHEMES: &[&str] = &[
     "traversal:tree=merged",
     "traversal:tree=distinct",
     "gbv",
+    "gls",
 ];
 
 /// One scheme: its exact E[tokens per round] and the LP for its drafting.
