@@ -17,7 +17,7 @@ use crate::report::{Format, build_report, load, pooled_vs_sd, render, summary_ta
 use crate::select::{catalogue, registry};
 use crate::theory::accept::{AcceptRequest, accept, parse_probabilities};
 use crate::theory::figure2::figure2;
-use crate::theory::round_bound::{Instance, InstanceFile, round_bound};
+use crate::theory::round_bound::{Instance, InstanceFile, round_bound_with_trunk};
 use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
@@ -177,7 +177,8 @@ fn theory_round_bound(args: RoundBoundArgs) -> Result<(), String> {
         }
         None => Instance::random(args.vocab, args.k, args.length, args.seed)?,
     };
-    let mut report = round_bound(&instance, args.schemes.as_deref(), args.check)?;
+    let mut report =
+        round_bound_with_trunk(&instance, args.schemes.as_deref(), args.check, args.trunk)?;
     if args.readings {
         report.add_readings(&instance)?;
     }

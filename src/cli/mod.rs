@@ -356,6 +356,10 @@ pub struct RoundBoundArgs {
     /// `theory::round_bound::SCHEMES`).
     #[arg(long)]
     pub schemes: Option<String>,
+    /// Draft this many tokens on one row before the K chains branch
+    /// (delayed tree expansion); the LP is solved for that drafting.
+    #[arg(long, default_value_t = 0)]
+    pub trunk: usize,
     /// Also solve the full LP over drafted tries and its dual (small
     /// instances; a check: both values equal the reported LP's).
     #[arg(long)]

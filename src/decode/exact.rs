@@ -111,7 +111,7 @@ fn check_trunk(models: &RoundModels, length: usize, trunk: usize) -> Result<(), 
 
 /// Every trunk of `trunk` tokens drafted from draft 1's law after
 /// `prompt`, with its probability.
-fn trunks(models: &RoundModels, prompt: &[u32], trunk: usize) -> Vec<(Vec<u32>, f64)> {
+pub fn trunks(models: &RoundModels, prompt: &[u32], trunk: usize) -> Vec<(Vec<u32>, f64)> {
     let mut stems = vec![(Vec::new(), 1.0)];
     for _ in 0..trunk {
         let mut next = Vec::new();

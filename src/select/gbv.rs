@@ -37,7 +37,7 @@ pub const ENTRY: Entry = Entry {
     summary: "greedy multi-path block verification (Thomas & Pal; reconstructed from the authors' code, tie rule fixed): block verification of the best of K i.i.d. chains against its skewed draft law",
     params: &[],
     acceptance: "none simple (not ≥ block's: below it at p = q); at one node SD of the order-largest draft against the law of the maximum of K draws",
-    look: Look::new(palette::BROWN, Marker::Triangle),
+    look: Look::new(palette::PEAR, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: false,
     build: |_| Ok(Box::new(Gbv)),

@@ -31,10 +31,10 @@ use super::{Decoding, Drafts, Prepared, Scheme, SchemeError};
 pub const ENTRY: Entry = Entry {
     id: "hsd",
     aliases: &[],
-    summary: "HSD (Zhou et al.) of one draft chain, exact reading (capped block acceptance; block verification's law); the published code is not lossless",
+    summary: "HSD (Zhou et al.) of one draft chain, exact reading (capped block acceptance; block verification's law); the published code, single and multi-draft, is not lossless",
     params: &[],
     acceptance: "block verification's per round (no simple form); 1 − TV at one node",
-    look: Look::new(palette::BROWN, Marker::Diamond),
+    look: Look::new(palette::PINK, Marker::Diamond),
     variant_looks: &[],
     in_bench_defaults: false,
     build: |_| Ok(Box::new(Hsd::default())),

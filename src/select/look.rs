@@ -2,7 +2,7 @@
 //! scheme's registry entry so that a new scheme has a fixed look from the
 //! moment it exists (the plot module reads it; `select` draws nothing).
 //!
-//! Colours come from the Okabe–Ito and Paul Tol "muted" palettes, both chosen
+//! Colours come from the Okabe–Ito and Paul Tol palettes, both chosen
 //! to stay distinguishable under the common colour-vision deficiencies; the
 //! marker shape is a second cue, so no two schemes share both (a unit test of
 //! the registry checks it).
@@ -81,6 +81,13 @@ pub mod palette {
     /// colour above.
     pub const MAGENTA: Rgb = Rgb(0xEE, 0x33, 0x77);
     pub const DARK_GREEN: Rgb = Rgb(0x11, 0x77, 0x33);
+    /// Paul Tol's "light" pink and pear and "medium-contrast" dark blue:
+    /// the 2026 verifiers (HSD, GBV, GLS), each apart from its family's
+    /// colour (block's brown, ersd's rose) so that bars, which carry no
+    /// marker, still tell them apart.
+    pub const PINK: Rgb = Rgb(0xFF, 0xAA, 0xBB);
+    pub const PEAR: Rgb = Rgb(0xBB, 0xCC, 0x33);
+    pub const NAVY: Rgb = Rgb(0x00, 0x44, 0x88);
 
     /// Colours for labels no entry claims, in hash order.
     pub const POOL: [Rgb; 14] = [

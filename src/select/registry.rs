@@ -358,6 +358,9 @@ pub struct SchemeInfo {
     pub drafts: &'static str,
     pub k: &'static str,
     pub draft_law: DraftLaw,
+    /// It runs on delayed tree expansion (`[decode] trunk`): every scheme
+    /// whose drafts do not share the verifier's randomness.
+    pub trunk: bool,
     pub acceptance: &'static str,
 }
 
@@ -401,9 +404,15 @@ fn describe(entry: &'static Entry) -> SchemeInfo {
         drafts,
         k,
         draft_law: scheme.draft_law(),
+        trunk: !scheme.decoding().shares_drafter_randomness(),
         acceptance: entry.acceptance,
     }
 }
+
+/// Delayed tree expansion is a drafting option of the run, not a scheme:
+/// the table says which schemes take it and how it is asked for.
+const TRUNK_NOTE: &str = "Delayed tree expansion (trunk: yes): `[decode] trunk = d` or `run --trunks 0,1,2` \
+drafts d tokens on one row before the K rows branch (docs/schemes.md §2.2.1).\n";
 
 /// The `specbench schemes` table.
 pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {
@@ -411,11 +420,12 @@ pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {
     for info in schemes {
         out.push_str(&format!("{:<12} {}\n", info.id, info.summary));
         out.push_str(&format!(
-            "{:<12} drafts: {}; K: {}; draft law: {}; acceptance: {}\n",
+            "{:<12} drafts: {}; K: {}; draft law: {}; trunk: {}; acceptance: {}\n",
             "",
             info.drafts,
             info.k,
             info.draft_law.describe(),
+            if info.trunk { "yes" } else { "no" },
             info.acceptance
         ));
         for param in &info.params {
@@ -429,6 +439,7 @@ pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {
     out.push_str(
         "Write parameters as name:key=value, e.g. is:m=20:s=10; lists are comma-separated.\n",
     );
+    out.push_str(TRUNK_NOTE);
     out
 }
 
@@ -444,6 +455,20 @@ mod tests {
             assert_eq!(build(entry.id).unwrap().label(), scheme.label());
         }
         assert_eq!(build("sd").unwrap().id(), "single");
+    }
+
+    #[test]
+    fn the_catalogue_says_which_schemes_take_a_trunk() {
+        let catalogue = catalogue();
+        let trunk = |id: &str| catalogue.iter().find(|i| i.id == id).unwrap().trunk;
+        for id in ["ersd", "gls"] {
+            assert!(!trunk(id), "{id} shares the drafter's randomness");
+        }
+        for id in ["specinfer", "block", "traversal", "gbv", "hsd"] {
+            assert!(trunk(id), "{id}");
+        }
+        let table = catalogue_table(&catalogue);
+        assert!(table.contains("trunk: no") && table.contains("--trunks"));
     }
 
     #[test]

@@ -395,3 +395,52 @@ fn the_readings_table_names_its_sources() {
     assert!(out.status.success() && text.contains("hsd "), "{text}");
     assert!(!text.contains("known wrong readings"), "{text}");
 }
+
+/// Delayed tree expansion: with the rows branching after a trunk, every
+/// scheme that takes one stays exact and at or below the LP of that
+/// drafting, the node LP agrees with the full LP and its dual (each
+/// enumerating the trunk on its own), and the drafted tries really share
+/// their first `trunk` tokens.
+#[test]
+fn a_trunk_is_drafted_once_and_bounded_by_its_own_lp() {
+    use specbench::theory::round_bound::lp::drafted_tries;
+    use specbench::theory::round_bound::{Drafting, round_bound_with_trunk};
+    for (v, k, l, trunk) in [(3, 2, 3, 1), (3, 2, 3, 2), (2, 3, 3, 1), (3, 3, 2, 1)] {
+        let instance = Instance::random(v, k, l, 5).unwrap();
+        let at = format!("V={v} K={k} L={l} trunk {trunk}");
+        let report = round_bound_with_trunk(&instance, None, true, trunk).unwrap();
+        check_rows(&report, &at);
+        assert!(report.rows.iter().all(|r| r.trunk == trunk), "{at}");
+        assert!(
+            (report.not_run.iter()).any(|(s, why)| s == "gls" && why.contains("randomness")),
+            "{at}: {:?}",
+            report.not_run
+        );
+        for bound in &report.bounds {
+            let full = bound.full.as_ref().unwrap();
+            assert!((full.dual.value - bound.lp.value).abs() < 1e-9, "{at}");
+            assert!((full.primal.value - bound.lp.value).abs() < 1e-6, "{at}");
+        }
+        let drafting = Drafting {
+            law: DraftLaw::Independent,
+            drafts: k,
+            trunk,
+        };
+        for (trie, _) in drafted_tries(&instance, drafting) {
+            for depth in 1..=trunk {
+                let at_depth = trie.iter().filter(|s| s.len() == depth).count();
+                assert_eq!(at_depth, 1, "{at}: {trie:?}");
+            }
+        }
+        // Branching later drafts fewer distinct tokens: the K = k LP moves.
+        let root = round_bound(&instance, Some("specinfer"), false).unwrap();
+        let branched = round_bound_with_trunk(&instance, Some("specinfer"), false, trunk).unwrap();
+        assert!(
+            (root.bounds[0].lp.value - branched.bounds[0].lp.value).abs() > 1e-6,
+            "{at}"
+        );
+    }
+    let instance = Instance::random(3, 2, 2, 1).unwrap();
+    let err = round_bound_with_trunk(&instance, None, false, 2).unwrap_err();
+    assert!(err.contains("below the chain length"), "{err}");
+}

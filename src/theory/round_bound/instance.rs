@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::decode::exact::{RoundModels, trunks};
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
@@ -202,6 +203,25 @@ impl Instance {
     /// `q(·|prefix)`.
     pub fn draft(&self, prefix: &[u32]) -> Dist {
         self.q[prefix].clone()
+    }
+
+    /// Runs `f` on the instance as the round enumerator's models: one
+    /// draft law `q` for every row.
+    pub fn with_models<R>(&self, f: impl FnOnce(&RoundModels) -> R) -> R {
+        let target = |prefix: &[u32]| self.target(prefix);
+        let draft = |_row: usize, prefix: &[u32]| self.draft(prefix);
+        f(&RoundModels {
+            target: &target,
+            draft: &draft,
+            drafts: self.drafts,
+            identical: true,
+        })
+    }
+
+    /// Every trunk of `depth` tokens drafted from `q` before the rows
+    /// branch (delayed tree expansion), with its probability.
+    pub fn stems(&self, depth: usize) -> Vec<(Vec<u32>, f64)> {
+        self.with_models(|models| trunks(models, &[], depth))
     }
 }
 

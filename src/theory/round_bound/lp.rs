@@ -29,8 +29,9 @@ use microlp::{
     ComparisonOp, OptimizationDirection, Problem, SolutionStatus, SolveOutcome, Variable,
 };
 
-use crate::select::{DraftLaw, Drafts};
+use crate::select::Drafts;
 
+use super::Drafting;
 use super::instance::Instance;
 
 /// Most emitted-string variables the full LP builds (it is solved only as
@@ -41,13 +42,15 @@ pub const VARIABLE_LIMIT: usize = 250_000;
 pub type Trie = Vec<Vec<u32>>;
 
 /// Each trie the drafting can produce, with its probability.
-pub fn drafted_tries(instance: &Instance, law: DraftLaw, k: usize) -> Vec<(Trie, f64)> {
-    let root = instance.draft(&[]);
-    let firsts = law.enumerate(&Drafts::identical(&root, k));
+pub fn drafted_tries(instance: &Instance, drafting: Drafting) -> Vec<(Trie, f64)> {
     let mut tries: BTreeMap<Trie, f64> = BTreeMap::new();
-    for (tuple, prob) in firsts {
-        let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| vec![x]).collect();
-        extend(instance, rows, 0, prob, &mut tries);
+    for (stem, stem_prob) in instance.stems(drafting.trunk) {
+        let at = instance.draft(&stem);
+        let firsts = (drafting.law).enumerate(&Drafts::identical(&at, drafting.drafts));
+        for (tuple, prob) in firsts {
+            let rows: Vec<Vec<u32>> = tuple.iter().map(|&x| [&stem[..], &[x]].concat()).collect();
+            extend(instance, rows, 0, stem_prob * prob, &mut tries);
+        }
     }
     tries.into_iter().collect()
 }

@@ -12,7 +12,9 @@ pub mod readings;
 
 use std::fmt::Write as _;
 
-use crate::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
+use crate::decode::exact::{
+    RoundModels, StringLaw, extend_with_target, round_law_with_trunk, target_law,
+};
 use crate::select::{DraftLaw, Drafts, build, drafts_used};
 
 pub use instance::{Instance, InstanceFile};
@@ -40,6 +42,27 @@ pub const SCHEMES: &[&str] = &[
     "gls",
 ];
 
+/// How a round's tree is drafted: the K rows' law at their first branching
+/// token, K, and the trunk drafted on one row before they branch (delayed
+/// tree expansion, `docs/schemes.md` §2.2.1; 0: the rows branch at the root).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Drafting {
+    pub law: DraftLaw,
+    pub drafts: usize,
+    pub trunk: usize,
+}
+
+impl Drafting {
+    /// "independent (K=2)", "independent (K=2, trunk 1)".
+    pub fn describe(&self) -> String {
+        let trunk = match self.trunk {
+            0 => String::new(),
+            d => format!(", trunk {d}"),
+        };
+        format!("{} (K={}{trunk})", self.law.describe(), self.drafts)
+    }
+}
+
 /// One scheme: its exact E[tokens per round] and the LP for its drafting.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SchemeRow {
@@ -47,6 +70,8 @@ pub struct SchemeRow {
     pub draft_law: DraftLaw,
     /// Drafted chains the scheme runs on (block: 1).
     pub drafts: usize,
+    /// Tokens drafted on one row before the chains branch.
+    pub trunk: usize,
     /// `Σ_e Pr[e] |e|` over the enumerated round law.
     pub tokens: f64,
     /// `max |law continued by p − p|` over strings of L + 1 tokens: ~0 for
@@ -63,6 +88,7 @@ pub struct SchemeRow {
 pub struct DraftingBound {
     pub draft_law: DraftLaw,
     pub drafts: usize,
+    pub trunk: usize,
     /// The LP over node masses ([`node_lp`]): the value reported.
     pub lp: NodeBound,
     /// Where asked for (`--check`): the full LP over drafted tries and its
@@ -84,6 +110,7 @@ pub struct RoundBoundReport {
     pub vocab: usize,
     pub drafts: usize,
     pub length: usize,
+    pub trunk: usize,
     pub rows: Vec<SchemeRow>,
     pub bounds: Vec<DraftingBound>,
     /// Schemes that cannot run on this instance (SpecHub at K = 3), with
@@ -102,6 +129,25 @@ pub fn round_bound(
     schemes: Option<&str>,
     check: bool,
 ) -> Result<RoundBoundReport, String> {
+    round_bound_with_trunk(instance, schemes, check, 0)
+}
+
+/// [`round_bound`] with the rows branching after a trunk of `trunk` tokens
+/// (delayed tree expansion): schemes and LPs alike see that drafting, and
+/// a scheme that takes no trunk (it shares the drafter's randomness) is
+/// listed as not run.
+pub fn round_bound_with_trunk(
+    instance: &Instance,
+    schemes: Option<&str>,
+    check: bool,
+    trunk: usize,
+) -> Result<RoundBoundReport, String> {
+    if trunk > 0 && trunk >= instance.length {
+        return Err(format!(
+            "--trunk {trunk} must be below the chain length L = {}: give a smaller --trunk or a larger -l",
+            instance.length
+        ));
+    }
     let names: Vec<String> = match schemes {
         Some(list) => list
             .split(',')
@@ -126,29 +172,25 @@ pub fn round_bound(
             not_run.push((name, why.to_string()));
             continue;
         }
-        let law = scheme.draft_law();
+        if trunk > 0 && scheme.decoding().shares_drafter_randomness() {
+            not_run.push((name, "it shares the drafter's randomness: no trunk".into()));
+            continue;
+        }
+        let drafting = Drafting {
+            law: scheme.draft_law(),
+            drafts: k,
+            trunk,
+        };
         let measured = measure(instance, |models| {
-            round_law(models, scheme.as_ref(), &[], instance.length)
+            round_law_with_trunk(models, scheme.as_ref(), &[], instance.length, trunk)
         })
         .map_err(|e| format!("{name}: {e}"))?;
-        let bound = match bounds.iter().find(|b| b.draft_law == law && b.drafts == k) {
-            Some(b) => b.lp.value,
-            None => {
-                let lp = node_lp(instance, law, k)?;
-                let full = check.then(|| full_bound(instance, law, k)).transpose()?;
-                bounds.push(DraftingBound {
-                    draft_law: law,
-                    drafts: k,
-                    lp,
-                    full,
-                });
-                lp.value
-            }
-        };
+        let bound = bound_for(instance, drafting, check, &mut bounds)?;
         rows.push(SchemeRow {
             scheme: name,
-            draft_law: law,
+            draft_law: drafting.law,
             drafts: k,
+            trunk,
             tokens: measured.tokens,
             law_error: measured.law_error,
             tv: measured.tv,
@@ -159,6 +201,7 @@ pub fn round_bound(
         vocab: instance.vocab,
         drafts: instance.drafts,
         length: instance.length,
+        trunk,
         rows,
         bounds,
         not_run,
@@ -166,9 +209,35 @@ pub fn round_bound(
     })
 }
 
+/// The LP's value for `drafting`, solved once per drafting (and kept in
+/// `bounds`).
+fn bound_for(
+    instance: &Instance,
+    drafting: Drafting,
+    check: bool,
+    bounds: &mut Vec<DraftingBound>,
+) -> Result<f64, String> {
+    let same = |b: &&DraftingBound| {
+        b.draft_law == drafting.law && b.drafts == drafting.drafts && b.trunk == drafting.trunk
+    };
+    if let Some(b) = bounds.iter().find(same) {
+        return Ok(b.lp.value);
+    }
+    let lp = node_lp(instance, drafting)?;
+    let full = check.then(|| full_bound(instance, drafting)).transpose()?;
+    bounds.push(DraftingBound {
+        draft_law: drafting.law,
+        drafts: drafting.drafts,
+        trunk: drafting.trunk,
+        lp,
+        full,
+    });
+    Ok(lp.value)
+}
+
 /// The full LP over drafted tries and its dual, each solved on its own.
-fn full_bound(instance: &Instance, law: DraftLaw, k: usize) -> Result<FullBound, String> {
-    let tries = drafted_tries(instance, law, k);
+fn full_bound(instance: &Instance, drafting: Drafting) -> Result<FullBound, String> {
+    let tries = drafted_tries(instance, drafting);
     Ok(FullBound {
         tries: tries.len(),
         primal: round_lp(instance, &tries)?,
@@ -190,14 +259,7 @@ fn measure(
     law: impl FnOnce(&RoundModels) -> Result<StringLaw, crate::select::SchemeError>,
 ) -> Result<Measured, String> {
     let target = |prefix: &[u32]| instance.target(prefix);
-    let draft = |_row: usize, prefix: &[u32]| instance.draft(prefix);
-    let models = RoundModels {
-        target: &target,
-        draft: &draft,
-        drafts: instance.drafts,
-        identical: true,
-    };
-    let law = law(&models).map_err(|e| e.to_string())?;
+    let law = instance.with_models(law).map_err(|e| e.to_string())?;
     let tokens = law.iter().map(|(s, prob)| prob * s.len() as f64).sum();
     let total = instance.length + 1;
     let continued = extend_with_target(&law, &target, &[], total);
@@ -220,13 +282,39 @@ fn measure(
     })
 }
 
+impl SchemeRow {
+    pub fn drafting(&self) -> Drafting {
+        Drafting {
+            law: self.draft_law,
+            drafts: self.drafts,
+            trunk: self.trunk,
+        }
+    }
+}
+
+impl DraftingBound {
+    pub fn drafting(&self) -> Drafting {
+        Drafting {
+            law: self.draft_law,
+            drafts: self.drafts,
+            trunk: self.trunk,
+        }
+    }
+}
+
 impl RoundBoundReport {
     pub fn to_table(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "V = {}, K = {}, L = {}: expected tokens per round (exact enumeration) and the round's optimum (LP) for the same drafting\n",
-            self.vocab, self.drafts, self.length
+            "V = {}, K = {}, L = {}{}: expected tokens per round (exact enumeration) and the round's optimum (LP) for the same drafting\n",
+            self.vocab,
+            self.drafts,
+            self.length,
+            match self.trunk {
+                0 => String::new(),
+                d => format!(", trunk {d}"),
+            }
         );
         let _ = writeln!(
             out,
@@ -234,7 +322,7 @@ impl RoundBoundReport {
             "scheme", "drafting", "E[tokens]", "LP", "gap %", "law err", "TV"
         );
         for row in &self.rows {
-            let drafting = format!("{} (K={})", row.draft_law.describe(), row.drafts);
+            let drafting = row.drafting().describe();
             let _ = writeln!(
                 out,
                 "{:<24} {:<36} {:>10.6} {:>10.6} {:>8.3} {:>9.1e} {:>9.1e}",
@@ -256,9 +344,8 @@ impl RoundBoundReport {
             let lp = &bound.lp;
             let _ = writeln!(
                 out,
-                "LP for {} (K={}): {:.12}, within {:.1e} ({} node sets, {} nodes, {} cuts)",
-                bound.draft_law.describe(),
-                bound.drafts,
+                "LP for {}: {:.12}, within {:.1e} ({} node sets, {} nodes, {} cuts)",
+                bound.drafting().describe(),
                 lp.value,
                 lp.upper - lp.value,
                 lp.tries,

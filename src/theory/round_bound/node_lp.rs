@@ -34,8 +34,9 @@ use microlp::{
     SolveOptions, SolveOutcome, Variable,
 };
 
-use crate::select::{DraftLaw, Drafts};
+use crate::select::Drafts;
 
+use super::Drafting;
 use super::instance::Instance;
 use super::lp::{Strings, add_string_rows, string_prices};
 
@@ -67,35 +68,40 @@ impl Nodes {
     }
 }
 
-/// The drafting's tries as sets of nodes (root included; drafted prefixes
-/// with `p = 0` left out, since nothing can be emitted after them), each
-/// with its probability. Trees with one node set are merged.
-fn node_tries(instance: &Instance, law: DraftLaw, k: usize, nodes: &Nodes) -> Vec<(Vec<u32>, f64)> {
-    let root = instance.draft(&[]);
+/// The drafting's tries as sets of nodes (root and trunk included; drafted
+/// prefixes with `p = 0` left out, since nothing can be emitted after them),
+/// each with its probability. Trees with one node set are merged.
+fn node_tries(instance: &Instance, drafting: Drafting, nodes: &Nodes) -> Vec<(Vec<u32>, f64)> {
     let mut tries: HashMap<Vec<u32>, f64> = HashMap::new();
-    // Each first token's chains: the nodes a chain adds, with its probability.
-    let mut chains_after: HashMap<u32, Vec<(Vec<u32>, f64)>> = HashMap::new();
-    for (tuple, prob) in law.enumerate(&Drafts::identical(&root, k)) {
-        let mut combos: Vec<(Vec<u32>, f64)> = vec![(vec![0], prob)];
-        for &first in &tuple {
-            let chains = chains_after
-                .entry(first)
-                .or_insert_with(|| chains(instance, vec![first], 1.0, nodes));
-            combos = combos
-                .iter()
-                .flat_map(|(set, p)| {
-                    chains.iter().map(move |(chain, c)| {
-                        let mut union = set.clone();
-                        union.extend_from_slice(chain);
-                        (union, p * c)
+    for (stem, stem_prob) in instance.stems(drafting.trunk) {
+        let trunk_nodes: Vec<u32> = (0..=stem.len())
+            .filter_map(|t| nodes.index.get(&stem[..t]).copied())
+            .collect();
+        let at = instance.draft(&stem);
+        // Each first token's chains: the nodes a chain adds, with its probability.
+        let mut chains_after: HashMap<u32, Vec<(Vec<u32>, f64)>> = HashMap::new();
+        for (tuple, prob) in (drafting.law).enumerate(&Drafts::identical(&at, drafting.drafts)) {
+            let mut combos: Vec<(Vec<u32>, f64)> = vec![(trunk_nodes.clone(), stem_prob * prob)];
+            for &first in &tuple {
+                let chains = chains_after.entry(first).or_insert_with(|| {
+                    chains(instance, [&stem[..], &[first]].concat(), 1.0, nodes)
+                });
+                combos = combos
+                    .iter()
+                    .flat_map(|(set, p)| {
+                        chains.iter().map(move |(chain, c)| {
+                            let mut union = set.clone();
+                            union.extend_from_slice(chain);
+                            (union, p * c)
+                        })
                     })
-                })
-                .collect();
-        }
-        for (mut set, p) in combos {
-            set.sort_unstable();
-            set.dedup();
-            *tries.entry(set).or_insert(0.0) += p;
+                    .collect();
+            }
+            for (mut set, p) in combos {
+                set.sort_unstable();
+                set.dedup();
+                *tries.entry(set).or_insert(0.0) += p;
+            }
         }
     }
     let mut out: Vec<(Vec<u32>, f64)> = tries.into_iter().collect();
@@ -237,11 +243,11 @@ fn optimal(outcome: Result<SolveOutcome, microlp::Error>) -> Result<Solution, St
     }
 }
 
-/// The round LP for drafting `law` with `k` chains, by cutting planes.
-pub fn node_lp(instance: &Instance, law: DraftLaw, k: usize) -> Result<NodeBound, String> {
+/// The round LP for one drafting, by cutting planes.
+pub fn node_lp(instance: &Instance, drafting: Drafting) -> Result<NodeBound, String> {
     let nodes = Nodes::of(instance);
     let strings = Strings::of(instance);
-    let tries = node_tries(instance, law, k, &nodes);
+    let tries = node_tries(instance, drafting, &nodes);
     let mut master = master(instance, &nodes, &strings);
     // First cuts: every node first, the root after it (the root alone among
     // them): bounded from the start, and most nodes priced once.

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::decode::exact::paths_round_law;
+use crate::decode::exact::paths_round_law_with_trunk;
 use crate::select::{Decoding, build};
 
 use super::{Instance, RoundBoundReport, measure};
@@ -44,12 +44,13 @@ impl RoundBoundReport {
             };
             for reading in verifier.wrong_readings() {
                 let measured = measure(instance, |models| {
-                    paths_round_law(
+                    paths_round_law_with_trunk(
                         models,
                         scheme.as_ref(),
                         reading.verifier.as_ref(),
                         &[],
                         instance.length,
+                        row.trunk,
                     )
                 })
                 .map_err(|e| format!("{} ({}): {e}", row.scheme, reading.name))?;
