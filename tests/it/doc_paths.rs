@@ -4,7 +4,8 @@
 //! docs/extending.md has a reader write, as a worked example, counts when
 //! the file compiled in its place exists (`doc_examples::EXAMPLES`). Paths
 //! in fenced code blocks are not checked; neither are `results/…` and
-//! `plots/…`, which name a run's output.
+//! `plots/…`, which name a run's output (the committed runs are checked
+//! against `.gitignore` instead).
 
 use std::path::Path;
 
@@ -124,5 +125,56 @@ fn the_source_cites_docs_pages_not_the_starting_texts() {
         found.is_empty(),
         "cite the docs page instead:\n{}",
         found.join("\n")
+    );
+}
+
+/// Every run the docs and README link to (`](results/NAME)`), and every
+/// run they name that exists here (`results/NAME`), is one `.gitignore`
+/// keeps (`!/results/NAME/`): a run made and cited but never committed is
+/// a broken link on a fresh clone. Names of runs a reader makes
+/// (`results/default`) exist only once made, and are not checked.
+#[test]
+fn every_run_the_docs_cite_is_committed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gitignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.push(root.join("README.md"));
+    let mut cited = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let mut fenced = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            for (start, _) in line.match_indices("results/") {
+                let rest = &line[start + "results/".len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
+                    .unwrap_or(rest.len());
+                let name = rest[..end].trim_end_matches('.');
+                let linked = line[..start].ends_with("](") || line[..start].ends_with("](../");
+                let made_here = !name.is_empty() && root.join("results").join(name).is_dir();
+                if linked || made_here {
+                    cited.push((page.clone(), name.to_string()));
+                }
+            }
+        }
+    }
+    assert!(cited.iter().any(|(_, name)| name == "tiny"), "{cited:?}");
+    let missing: Vec<_> = (cited.iter())
+        .filter(|(_, name)| !gitignore.contains(&format!("!/results/{name}/")))
+        .map(|(page, name)| format!("{}: results/{name}", page.display()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cited runs .gitignore does not keep (add `!/results/NAME/`, commit the run): {missing:#?}"
     );
 }
