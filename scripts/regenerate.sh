@@ -8,6 +8,7 @@
 #   scripts/regenerate.sh smollm2          # results/smollm2, plots/smollm2 (~20 min; fetches the GGUF)
 #   scripts/regenerate.sh verifiers-tiny   # the matched study on the tiny pair (~15 min)
 #   scripts/regenerate.sh verifiers-smollm2  # the matched study on SmolLM2 (~15 min)
+#   scripts/regenerate.sh trunk-tiny       # delayed tree expansion swept over d, tiny pair (~10 min)
 #   scripts/regenerate.sh parity-smollm2   # every scheme end to end on SmolLM2 (~60 min)
 #   scripts/regenerate.sh parity-smollm2-hot  # the draft-law mutants on SmolLM2, draft T 2.4 (~25 min)
 #   scripts/regenerate.sh bench-parity     # what parity costs, tiny pair and SmolLM2 (~30 min)
@@ -110,6 +111,7 @@ case $what in
     smollm2) scripts/fetch-smollm2.sh >/dev/null && sweep smollm2 experiments/smollm2.toml ;;
     verifiers-tiny) sweep verifiers-tiny experiments/verifiers.toml ;;
     verifiers-smollm2) scripts/fetch-smollm2.sh >/dev/null && sweep verifiers-smollm2 experiments/verifiers-smollm2.toml ;;
+    trunk-tiny) sweep trunk-tiny experiments/trunk.toml ;;
     parity-smollm2) parity_smollm2 ;;
     parity-smollm2-hot) parity_smollm2_hot ;;
     bench-parity) bench_parity ;;
@@ -122,6 +124,7 @@ case $what in
         sweep smollm2 experiments/smollm2.toml
         sweep verifiers-tiny experiments/verifiers.toml
         sweep verifiers-smollm2 experiments/verifiers-smollm2.toml
+        sweep trunk-tiny experiments/trunk.toml
         parity_smollm2
         parity_smollm2_hot
         bench_parity
@@ -129,7 +132,7 @@ case $what in
         echo "results/parity-tiny-cuda needs a GPU: SPECBENCH=target/cuda/release/specbench $0 parity-tiny-cuda"
         ;;
     *)
-        echo "error: unknown target '$what': give all, figure2, tiny, smollm2, verifiers-tiny, verifiers-smollm2, parity-smollm2, parity-smollm2-hot, bench-parity, parity-transformers or parity-tiny-cuda" >&2
+        echo "error: unknown target '$what': give all, figure2, tiny, smollm2, verifiers-tiny, verifiers-smollm2, trunk-tiny, parity-smollm2, parity-smollm2-hot, bench-parity, parity-transformers or parity-tiny-cuda" >&2
         exit 2
         ;;
 esac

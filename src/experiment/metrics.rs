@@ -189,14 +189,20 @@ impl CellRow {
     /// §2.2.1), so that every table and figure keeps cells of different
     /// drafting apart.
     pub fn scheme_label(&self) -> String {
-        let scheme = if self.scheme_params.is_empty() {
-            self.scheme.to_string()
-        } else {
-            format!("{}:{}", self.scheme, self.scheme_params)
-        };
+        let scheme = self.verifier_label();
         match self.trunk {
             0 => scheme,
             d => format!("{scheme}:trunk={d}"),
+        }
+    }
+
+    /// The scheme with its parameters but not its trunk (`is:m=40:s=5`):
+    /// what the trunk figure draws one line of, over d.
+    pub fn verifier_label(&self) -> String {
+        if self.scheme_params.is_empty() {
+            self.scheme.to_string()
+        } else {
+            format!("{}:{}", self.scheme, self.scheme_params)
         }
     }
 

@@ -25,6 +25,7 @@ macro_rules! figures {
 figures! {
     temperature: temperature_figures;
     by_k: by_k_figures;
+    by_trunk: by_trunk_figures;
     depth: depth_figures;
     acceptance: acceptance_figures;
     verifiers: verifiers_figures;
