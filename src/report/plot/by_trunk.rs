@@ -7,33 +7,48 @@ use crate::experiment::metrics::CellRow;
 
 use super::Skip;
 use super::by_k::BE_AXIS;
-use super::data::{by_temp_set, display_label, in_order, seeds_note, settings, stat};
+use super::data::{by_temp_set, display_label, in_order, settings, stat};
 use super::figure::{Figure, Panel, Point, Reference, Series};
 use super::style::scheme_style;
 
 const TRUNK_AXIS: &str = "trunk depth d (tokens drafted before the rows branch)";
 
+/// The point of one verifier at one depth: with one seed, the cell's mean
+/// block efficiency over prompts ± its s.e. over prompts; with several,
+/// the mean over seeds ± the s.e. over seeds.
+fn point_at(d: usize, cells: &[&CellRow], seeds: &mut usize) -> Point {
+    let at_d: Vec<&CellRow> = (cells.iter().copied()).filter(|r| r.trunk == d).collect();
+    *seeds = (*seeds).max(at_d.len());
+    if let [cell] = at_d[..] {
+        return Point {
+            x: d as f64,
+            y: cell.block_efficiency_mean,
+            err: cell.block_efficiency_se,
+        };
+    }
+    let values: Vec<f64> = at_d.iter().map(|r| r.block_efficiency_mean).collect();
+    let s = stat(&values).expect("a cell per trunk");
+    Point {
+        x: d as f64,
+        y: s.mean,
+        err: s.se,
+    }
+}
+
 /// One verifier's cells (one K, one temperature set) as a line over d.
 fn series_over_trunk(label: &str, cells: &[&CellRow], seeds: &mut usize) -> Series {
     let mut trunks = in_order(cells.iter().map(|r| r.trunk));
     trunks.sort();
-    let points = trunks
-        .iter()
-        .map(|d| {
-            let values: Vec<f64> = (cells.iter())
-                .filter(|r| r.trunk == *d)
-                .map(|r| r.block_efficiency)
-                .collect();
-            let s = stat(&values).expect("a cell per trunk");
-            *seeds = (*seeds).max(s.n);
-            Point {
-                x: *d as f64,
-                y: s.mean,
-                err: s.se,
-            }
-        })
-        .collect();
+    let points = (trunks.iter()).map(|d| point_at(*d, cells, seeds)).collect();
     Series::new(display_label(label), scheme_style(label), points)
+}
+
+/// What the points and whiskers are.
+fn points_note(seeds: usize) -> String {
+    match seeds {
+        0 | 1 => "points: mean over prompts, whiskers ± 1 s.e. over prompts".into(),
+        n => format!("points: mean over {n} seeds, whiskers ± 1 s.e. over seeds"),
+    }
 }
 
 /// The panel of one temperature set and K: a line per verifier run at two
@@ -66,7 +81,7 @@ fn dataset_panels(in_dataset: &[&CellRow], seeds: &mut usize) -> Vec<Panel> {
     for (temp_set, here) in by_temp_set(in_dataset) {
         let sd_values: Vec<f64> = (here.iter())
             .filter(|r| r.kind == CellKind::Sd)
-            .map(|r| r.block_efficiency)
+            .map(|r| r.block_efficiency_mean)
             .collect();
         let sd = stat(&sd_values).map(|s| s.mean);
         let schemes: Vec<&CellRow> = (here.iter().copied())
@@ -116,7 +131,7 @@ pub fn by_trunk_figures(rows: &[CellRow], skipped: &mut Vec<Skip>) -> Vec<Figure
             title: format!("{dataset}: block efficiency against the trunk depth"),
             caption: format!(
                 "Delayed tree expansion: d tokens drafted on one row, then K rows branch to depth L; dashed: SD; {}. {}.",
-                seeds_note(seeds),
+                points_note(seeds),
                 settings(&in_dataset)
             ),
             legend: Figure::legend_of(&panels),
@@ -145,7 +160,8 @@ mod tests {
             k,
             trunk,
             temp_set: TempSet::Identical(1.0),
-            block_efficiency: be,
+            block_efficiency_mean: be,
+            block_efficiency_se: Some(0.1),
             ..CellRow::default()
         }
     }
@@ -167,6 +183,7 @@ mod tests {
         assert_eq!(labels, ["specinfer"]);
         let xs: Vec<f64> = panel.series()[0].points.iter().map(|p| p.x).collect();
         assert_eq!(xs, [0.0, 1.0]);
+        assert_eq!(panel.series()[0].points[1].err, Some(0.1));
         assert_eq!(panel.reference.as_ref().unwrap().y, 2.0);
         // Without a second depth there is no figure, and it says why.
         rows.retain(|r| r.trunk == 0);
