@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 pub mod hub_server;
 pub mod laws;
+pub mod made_up;
+pub mod runs;
 
 /// An empty scratch folder under the system temp dir, unique to this test
 /// process: `specbench-{suite}-{name}-{pid}`.
