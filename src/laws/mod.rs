@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 mod certified;
+pub mod gauss_legendre;
 mod pool;
 mod processing;
 mod weights;

@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::laws::Dist;
+use crate::laws::{Dist, gauss_legendre};
 use crate::rng::splitmix64;
 
 use super::{DraftLaw, Drafts, Prepared, RaceTree, Scheme, SchemeError, fail, require_identical};
@@ -204,19 +204,6 @@ fn rank_terms_exact(others: &[(f64, f64)], ranks: usize) -> Vec<f64> {
 /// Composite Gauss–Legendre in `u = e^{−e}` on (0, 1).
 fn rank_terms_quadrature(others: &[(f64, f64)], ranks: usize) -> Vec<f64> {
     const PANELS: usize = 400;
-    // 8-point Gauss–Legendre nodes and weights on [−1, 1].
-    const NODES: [f64; 4] = [
-        0.183_434_642_495_649_8,
-        0.525_532_409_916_329,
-        0.796_666_477_413_626_7,
-        0.960_289_856_497_536_2,
-    ];
-    const WEIGHTS: [f64; 4] = [
-        0.362_683_783_378_362,
-        0.313_706_645_877_887_3,
-        0.222_381_034_453_374_5,
-        0.101_228_536_290_376_3,
-    ];
     let mut out = vec![0.0; ranks];
     let mut poly = vec![0.0; ranks + 1];
     for panel in 0..PANELS {
@@ -225,7 +212,7 @@ fn rank_terms_quadrature(others: &[(f64, f64)], ranks: usize) -> Vec<f64> {
             (panel + 1) as f64 / PANELS as f64,
         );
         let (mid, half) = ((lo + hi) / 2.0, (hi - lo) / 2.0);
-        for (node, weight) in NODES.iter().zip(WEIGHTS) {
+        for (node, weight) in gauss_legendre::NODES.iter().zip(gauss_legendre::WEIGHTS) {
             for u in [mid - half * node, mid + half * node] {
                 let e = -u.ln();
                 poly.iter_mut().for_each(|c| *c = 0.0);

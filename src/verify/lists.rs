@@ -171,20 +171,11 @@ fn sample_nodes(
         landed += u64::from(inputs.contains(&y));
     }
     let expected = landing_by_quadrature(p, &drafts);
-    let frequency = landed as f64 / samples as f64;
-    let se = (expected * (1.0 - expected) / samples as f64).sqrt();
-    let check = SamplingCheck {
-        instance: inst.label.clone(),
-        samples,
-        gtest: g_test(&counts, p.probs()),
-        landing_frequency: frequency,
-        closed_form: Some(expected),
-        landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
-    };
+    let check = SamplingCheck::of_shared_noise(&inst.label, &counts, p, landed, expected);
     if !check.passes() {
         failures.push(format!(
             "node sampling on {}: G p = {:.2e}, landing {:.6} vs the law's {:.6}",
-            check.instance, check.gtest.p_value, frequency, expected
+            check.instance, check.gtest.p_value, check.landing_frequency, expected
         ));
     }
     check

@@ -90,6 +90,29 @@ impl SamplingCheck {
     pub fn passes(&self) -> bool {
         self.gtest.passes() && self.landing_ok
     }
+
+    /// A node sampled from shared noise (ERSD, GLS): the emitted tokens'
+    /// `counts` G-tested against `p`, and `landed` of `samples` within 5
+    /// standard errors of the exact landing probability `expected`.
+    fn of_shared_noise(
+        instance: &str,
+        counts: &[u64],
+        p: &crate::laws::Dist,
+        landed: u64,
+        expected: f64,
+    ) -> Self {
+        let samples: u64 = counts.iter().sum();
+        let frequency = landed as f64 / samples as f64;
+        let se = (expected * (1.0 - expected) / samples as f64).sqrt();
+        SamplingCheck {
+            instance: instance.to_string(),
+            samples,
+            gtest: g_test(counts, p.probs()),
+            landing_frequency: frequency,
+            closed_form: Some(expected),
+            landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
+        }
+    }
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

@@ -146,20 +146,11 @@ fn sample_races(
         landed += u64::from(first_arrivals(&race, t, q, k).contains(&y));
     }
     let expected = landing_probability(&rank_law(p, q, k), k);
-    let frequency = landed as f64 / samples as f64;
-    let se = (expected * (1.0 - expected) / samples as f64).sqrt();
-    let check = SamplingCheck {
-        instance: inst.label.clone(),
-        samples,
-        gtest: g_test(&counts, p.probs()),
-        landing_frequency: frequency,
-        closed_form: Some(expected),
-        landing_ok: (frequency - expected).abs() <= 5.0 * se + 1e-12,
-    };
+    let check = SamplingCheck::of_shared_noise(&inst.label, &counts, p, landed, expected);
     if !check.passes() {
         failures.push(format!(
             "race sampling on {}: G p = {:.2e}, landing {:.6} vs Pr[R ≤ K] {:.6}",
-            check.instance, check.gtest.p_value, frequency, expected
+            check.instance, check.gtest.p_value, check.landing_frequency, expected
         ));
     }
     check

@@ -20,6 +20,18 @@ fn real_path(path: &str) -> &str {
         .map_or(path, |(_, compiled)| compiled)
 }
 
+/// The pages a reader reads: docs/*.md and the READMEs.
+fn pages(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.push(root.join("README.md"));
+    pages.push(root.join("models/README.md"));
+    pages
+}
+
 /// The cited paths of `text` outside fenced code blocks.
 fn cited_paths(text: &str) -> Vec<String> {
     let mut paths = Vec::new();
@@ -57,13 +69,7 @@ fn cited_paths(text: &str) -> Vec<String> {
 #[test]
 fn every_path_the_docs_cite_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.push(root.join("README.md"));
-    pages.push(root.join("models/README.md"));
+    let pages = pages(root);
     let mut missing = Vec::new();
     let mut checked = 0;
     for page in &pages {
@@ -137,14 +143,8 @@ fn the_source_cites_docs_pages_not_the_starting_texts() {
 fn every_run_the_docs_cite_is_committed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let gitignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
-    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.push(root.join("README.md"));
     let mut cited = Vec::new();
-    for page in &pages {
+    for page in &pages(root) {
         let text = std::fs::read_to_string(page).unwrap();
         let mut fenced = false;
         for line in text.lines() {

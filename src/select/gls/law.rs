@@ -23,7 +23,7 @@
 //! At K = 1 the landing probability is `Σ_y p(y)/(M + λ_{r(y)})`, Daliri et
 //! al.'s `Σ_x 1/Σ_y max(p_y/p_x, q_y/q_x)`.
 
-use crate::laws::Dist;
+use crate::laws::{Dist, gauss_legendre};
 use crate::select::{Drafts, SchemeError, too_large};
 
 /// A sum of exponentials in τ, `Σ c·e^{−λτ}`, as `(c, λ)` pairs.
@@ -332,18 +332,6 @@ pub fn landing(p: &Dist, drafts: &Drafts) -> (f64, bool) {
 
 /// Quadrature points and weights on (0, 45/rate).
 fn tau_nodes(rate: f64) -> Vec<(f64, f64)> {
-    const NODES: [f64; 4] = [
-        0.183_434_642_495_649_8,
-        0.525_532_409_916_329,
-        0.796_666_477_413_626_7,
-        0.960_289_856_497_536_2,
-    ];
-    const WEIGHTS: [f64; 4] = [
-        0.362_683_783_378_362,
-        0.313_706_645_877_887_3,
-        0.222_381_034_453_374_5,
-        0.101_228_536_290_376_3,
-    ];
     let mut edges = vec![0.0, 1e-13 / rate];
     while *edges.last().expect("edges") < 45.0 / rate {
         let next = edges.last().expect("edges") * 1.1;
@@ -352,7 +340,7 @@ fn tau_nodes(rate: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(8 * edges.len());
     for w in edges.windows(2) {
         let (mid, half) = ((w[0] + w[1]) / 2.0, (w[1] - w[0]) / 2.0);
-        for (node, weight) in NODES.iter().zip(WEIGHTS) {
+        for (node, weight) in gauss_legendre::NODES.iter().zip(gauss_legendre::WEIGHTS) {
             out.push((mid - half * node, half * weight));
             out.push((mid + half * node, half * weight));
         }
