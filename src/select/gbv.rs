@@ -26,7 +26,7 @@ use crate::rng::SpecRng;
 
 use super::block::{BlockRule, BlockVerifier};
 use super::look::{Look, Marker, palette};
-use super::paths::{Ending, Kept, PathVerifier, Paths};
+use super::paths::{Ending, Kept, PathVerifier, Paths, WrongReading};
 use super::registry::Entry;
 use super::single::SpecDecoding;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, require_identical};
@@ -40,11 +40,22 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::PEAR, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: false,
-    build: |_| Ok(Box::new(Gbv)),
+    build: |_| Ok(Box::new(Gbv::default())),
 };
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Gbv;
+/// GBV with its kept row picked by `descent` (the scheme: [`Descent::Ordered`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Gbv {
+    pub descent: Descent,
+}
+
+impl Default for Gbv {
+    fn default() -> Self {
+        Self {
+            descent: Descent::Ordered,
+        }
+    }
+}
 
 impl Scheme for Gbv {
     fn id(&self) -> &'static str {
@@ -78,18 +89,32 @@ impl Scheme for Gbv {
 /// skewed draft laws.
 impl PathVerifier for Gbv {
     fn verify(&self, paths: &Paths, rng: &mut SpecRng) -> Kept {
-        let row = selected_row(paths, Descent::Ordered);
+        let row = selected_row(paths, self.descent);
         let skewed = skewed_laws(paths, row);
         BlockVerifier::along(paths, row, &skewed).draw(row, BlockRule::Exact, rng)
     }
 
     fn endings(&self, paths: &Paths) -> Vec<Ending> {
-        endings_with(paths, Descent::Ordered)
+        endings_with(paths, self.descent)
     }
 
     /// The skew is the law of the maximum of K chains drawn from one `q`.
     fn needs_identical_drafts(&self) -> bool {
         true
+    }
+
+    /// The exact descent's wrong reading: the authors' tie rule.
+    fn wrong_readings(&self) -> Vec<WrongReading> {
+        if self.descent != Descent::Ordered {
+            return Vec::new();
+        }
+        vec![WrongReading {
+            name: "authors-descent",
+            source: "GBV reference code (anonymous.4open.science/r/GBV-BED8, copied in Rmuk655/Distill-Spec-Research): the first strictly largest ratio",
+            verifier: Box::new(Gbv {
+                descent: Descent::FirstStrictMax,
+            }),
+        }]
     }
 }
 

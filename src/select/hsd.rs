@@ -82,7 +82,7 @@ impl HsdReading {
     /// The file and commit the reading comes from.
     pub fn source(self) -> &'static str {
         match self {
-            HsdReading::Exact => "docs/schemes.md o",
+            HsdReading::Exact => "docs/schemes.md p",
             HsdReading::PublishedRunningMax => {
                 "ZhouYuxuanYX/Hierarchical-Speculative-Decoding transformers/generation/utils.py @ b8575e2 (paper's experiments)"
             }

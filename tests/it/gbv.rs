@@ -12,13 +12,13 @@ use std::rc::Rc;
 
 use crate::common::laws::max_difference;
 use specbench::decode::exact::{
-    RoundModels, StringLaw, drafted_rows, extend_with_target, paths_of, round_law, target_law,
+    RoundModels, StringLaw, extend_with_target, paths_round_law, round_law, target_law,
 };
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::block::Block;
 use specbench::select::gbv::{Descent, Gbv, endings_with};
-use specbench::select::paths::Paths;
+use specbench::select::paths::{PathVerifier, Paths};
 use specbench::select::{Drafts, Scheme};
 use specbench::verify::instances::{Special, TreeInstance, small_instance};
 
@@ -157,24 +157,6 @@ fn law_error(law: &StringLaw, target: &dyn Fn(&[u32]) -> Dist, length: usize) ->
     max_difference(&extended, &target_law(target, &PROMPT, length + 1)).max((total - 1.0).abs())
 }
 
-/// The round law of GBV with the kept row picked by `descent`, summed from
-/// its endings over every drafted set of rows.
-fn descent_law(models: &RoundModels, descent: Descent, length: usize) -> StringLaw {
-    let mut law = StringLaw::new();
-    for (rows, prob) in drafted_rows(models, &Gbv, &PROMPT, length) {
-        let paths = paths_of(models, &PROMPT, rows);
-        for ending in endings_with(&paths, descent) {
-            let kept = &paths.tokens[ending.row][..ending.len];
-            for (y, py) in ending.next {
-                let mut s = kept.to_vec();
-                s.push(y);
-                *law.entry(s).or_insert(0.0) += prob * ending.prob * py;
-            }
-        }
-    }
-    law
-}
-
 #[test]
 fn gbv_emits_the_target_law_over_a_round() {
     let mut worst = 0.0f64;
@@ -194,7 +176,7 @@ fn gbv_emits_the_target_law_over_a_round() {
         for inst in instances(count, vocab) {
             let error = with_models(&inst, k, |models, target| {
                 law_error(
-                    &round_law(models, &Gbv, &PROMPT, length).unwrap(),
+                    &round_law(models, &Gbv::default(), &PROMPT, length).unwrap(),
                     target,
                     length,
                 )
@@ -217,7 +199,7 @@ fn at_one_chain_gbv_is_block_verification() {
         for inst in instances(2, 3) {
             with_models(&inst, 1, |models, _| {
                 let block = round_law(models, &Block, &PROMPT, length).unwrap();
-                let gbv = round_law(models, &Gbv, &PROMPT, length).unwrap();
+                let gbv = round_law(models, &Gbv::default(), &PROMPT, length).unwrap();
                 let gap = max_difference(&block, &gbv);
                 assert!(gap < 1e-12, "L={length} {inst:?}: {gap:e}");
                 worst = worst.max(gap);
@@ -233,6 +215,12 @@ fn at_one_chain_gbv_is_block_verification() {
 /// order passes on the same rounds.
 #[test]
 fn the_authors_descent_rule_is_not_lossless() {
+    // The reading `theory round-bound --readings` lists for GBV.
+    let gbv = Gbv::default();
+    let [authors] = &gbv.wrong_readings()[..] else {
+        panic!("GBV has one wrong reading, the authors' descent");
+    };
+    assert_eq!(authors.name, "authors-descent");
     let mut worst = 0.0f64;
     for (vocab, k) in [(3, 2), (3, 3)] {
         for inst in instances(3, vocab)
@@ -240,8 +228,11 @@ fn the_authors_descent_rule_is_not_lossless() {
             .filter(|i| matches!(i.family, Family::Ties | Family::Random))
         {
             with_models(&inst, k, |models, target| {
-                let code = law_error(&descent_law(models, Descent::FirstStrictMax, 2), target, 2);
-                let ordered = law_error(&descent_law(models, Descent::Ordered, 2), target, 2);
+                let law = |verifier: &dyn PathVerifier| {
+                    paths_round_law(models, &gbv, verifier, &PROMPT, 2).unwrap()
+                };
+                let code = law_error(&law(authors.verifier.as_ref()), target, 2);
+                let ordered = law_error(&law(&gbv), target, 2);
                 assert!(ordered < 1e-12, "K={k} {inst:?}: {ordered:e}");
                 worst = worst.max(code);
             });
@@ -299,7 +290,9 @@ fn the_node_rule_is_gbv_over_a_tree_of_depth_one() {
         let (v, k) = (2 + i % 4, 1 + i % 3);
         let inst = small_instance(&mut rng, v, k, true, Special::ALL[i % 8]);
         let q = &inst.qs[0];
-        let node = Gbv.prepare(&inst.p, &Drafts::identical(q, k)).unwrap();
+        let node = Gbv::default()
+            .prepare(&inst.p, &Drafts::identical(q, k))
+            .unwrap();
         let mut output = vec![0.0; v];
         for (inputs, prob) in tuples(q, k) {
             let (a, b) = (
@@ -345,7 +338,7 @@ fn gbv_against_block_verification() {
                     let b = mean_tokens(&round_law(models, &Block, &PROMPT, 2).unwrap());
                     (
                         b,
-                        mean_tokens(&round_law(models, &Gbv, &PROMPT, 2).unwrap()),
+                        mean_tokens(&round_law(models, &Gbv::default(), &PROMPT, 2).unwrap()),
                     )
                 });
                 (bv, gbv, n) = (bv + b, gbv + g, n + 1);
@@ -412,7 +405,15 @@ mod engine {
         (0..samples)
             .map(|i| {
                 let mut rng = SpecRng::derive(31, &[i]);
-                generate(&mut target, &mut draft, &START, &Gbv, &config, &mut rng).unwrap()
+                generate(
+                    &mut target,
+                    &mut draft,
+                    &START,
+                    &Gbv::default(),
+                    &config,
+                    &mut rng,
+                )
+                .unwrap()
             })
             .collect()
     }
@@ -440,7 +441,7 @@ mod engine {
                 drafts: k,
                 identical: true,
             };
-            let exact = round_law(&models, &Gbv, &START, LENGTH).unwrap();
+            let exact = round_law(&models, &Gbv::default(), &START, LENGTH).unwrap();
             let (mut rounds, mut strings) = (BTreeMap::new(), BTreeMap::new());
             for g in generations(k, 20_000) {
                 let first = g.tokens[..g.rounds[0].accepted + 1].to_vec();

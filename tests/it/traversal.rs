@@ -6,11 +6,12 @@
 
 use crate::common::laws::{max_difference, with_models};
 use specbench::decode::exact::{
-    RoundModels, StringLaw, drafted_rows, extend_with_target, paths_of, round_law, target_law,
+    StringLaw, extend_with_target, paths_round_law, round_law, target_law,
 };
 use specbench::select::block::Block;
+use specbench::select::paths::PathVerifier;
 use specbench::select::specinfer::SpecInfer;
-use specbench::select::traversal::{DraftTree, Reading, Traversal, Traverser, TreeMode};
+use specbench::select::traversal::{Traversal, TreeMode};
 use specbench::select::{Scheme, build};
 use specbench::verify::instances::{Special, TreeInstance};
 
@@ -48,7 +49,7 @@ fn every_tree_mode_emits_the_target_law_over_a_round() {
     ] {
         for inst in instances(count, vocab) {
             for mode in MODES {
-                let error = round_error(&inst, &Traversal { tree: mode }, k, length);
+                let error = round_error(&inst, &Traversal::new(mode), k, length);
                 assert!(
                     error < 1e-12,
                     "{mode:?} K={k} L={length} {}: max error {error:e}",
@@ -76,7 +77,7 @@ fn the_tree_modes_are_different_verifiers() {
             let mut row = [0.0; 3];
             for (m, mode) in MODES.into_iter().enumerate() {
                 row[m] =
-                    mean_tokens(&round_law(models, &Traversal { tree: mode }, &PROMPT, 2).unwrap());
+                    mean_tokens(&round_law(models, &Traversal::new(mode), &PROMPT, 2).unwrap());
             }
             means.push(row);
         });
@@ -96,7 +97,7 @@ fn at_one_chain_traversal_is_block_verification() {
         with_models(&inst, 1, |models, _| {
             let block = round_law(models, &Block, &PROMPT, 3).unwrap();
             for mode in MODES {
-                let traversal = round_law(models, &Traversal { tree: mode }, &PROMPT, 3).unwrap();
+                let traversal = round_law(models, &Traversal::new(mode), &PROMPT, 3).unwrap();
                 let gap = max_difference(&block, &traversal);
                 assert!(gap < 1e-12, "{mode:?} {}: {gap:e}", inst.label());
             }
@@ -118,38 +119,29 @@ fn at_one_token_mult_traversal_is_specinfer() {
     }
 }
 
-/// The round law under a reading of the rule, from the verifier's endings.
-fn reading_law(models: &RoundModels, mode: TreeMode, reading: Reading, length: usize) -> StringLaw {
-    let scheme = Traversal { tree: mode };
-    let mut law = StringLaw::new();
-    for (rows, prob) in drafted_rows(models, &scheme, &PROMPT, length) {
-        let tree = DraftTree::of(mode, &paths_of(models, &PROMPT, rows));
-        for ending in Traverser::with_reading(&tree, reading).endings() {
-            let path = tree.path(ending.node);
-            for (y, py) in ending.next {
-                let mut s = path.clone();
-                s.push(y);
-                *law.entry(s).or_insert(0.0) += prob * ending.prob * py;
-            }
-        }
-    }
-    law
-}
-
 #[test]
 fn the_wrong_readings_are_not_lossless() {
-    for reading in [
-        Reading::ParentWeightBySiblingMass,
-        Reading::BonusFromTarget,
-        Reading::WeightKept,
-    ] {
+    // The readings `theory round-bound --readings` lists for Traversal.
+    let scheme = Traversal::new(TreeMode::Mult);
+    let readings = scheme.wrong_readings();
+    let names: Vec<&str> = readings.iter().map(|r| r.name).collect();
+    assert_eq!(
+        names,
+        [
+            "parent-weight-by-sibling-mass",
+            "bonus-from-target",
+            "weight-kept"
+        ]
+    );
+    for reading in &readings {
         let mut worst = 0.0f64;
         for inst in instances(8, 3)
             .into_iter()
             .filter(|i| i.special == Special::None || i.special == Special::Ties)
         {
             with_models(&inst, 2, |models, target| {
-                let law = reading_law(models, TreeMode::Mult, reading, 2);
+                let verifier = reading.verifier.as_ref();
+                let law = paths_round_law(models, &scheme, verifier, &PROMPT, 2).unwrap();
                 let total: f64 = law.values().sum();
                 let extended = extend_with_target(&law, target, &PROMPT, 3);
                 let error = max_difference(&extended, &target_law(target, &PROMPT, 3))
@@ -157,12 +149,12 @@ fn the_wrong_readings_are_not_lossless() {
                 worst = worst.max(error);
             });
         }
-        assert!(worst > 1e-3, "{reading:?} looks lossless: {worst:e}");
+        assert!(worst > 1e-3, "{} looks lossless: {worst:e}", reading.name);
     }
     // The same code under the lossless reading passes on the same rounds.
     for inst in instances(8, 3) {
         with_models(&inst, 2, |models, target| {
-            let law = reading_law(models, TreeMode::Mult, Reading::Lossless, 2);
+            let law = paths_round_law(models, &scheme, &scheme, &PROMPT, 2).unwrap();
             let extended = extend_with_target(&law, target, &PROMPT, 3);
             assert!(max_difference(&extended, &target_law(target, &PROMPT, 3)) < 1e-12);
         });
@@ -226,7 +218,7 @@ mod engine {
             misread_drafts: None,
             trunk: 0,
         };
-        let scheme = Traversal { tree: mode };
+        let scheme = Traversal::new(mode);
         (0..samples)
             .map(|i| {
                 let mut rng = SpecRng::derive(9, &[i]);
@@ -247,7 +239,7 @@ mod engine {
             drafts: K,
             identical: true,
         };
-        round_law(&models, &Traversal { tree: mode }, &PROMPT, LENGTH).unwrap()
+        round_law(&models, &Traversal::new(mode), &PROMPT, LENGTH).unwrap()
     }
 
     #[test]
@@ -328,9 +320,7 @@ fn traversal_never_emits_fewer_tokens_than_the_walk_it_refines() {
                     mean_tokens(&round_law(models, scheme, &PROMPT, length).unwrap())
                 };
                 let mult = mean(&Traversal::default());
-                let distinct = mean(&Traversal {
-                    tree: TreeMode::Distinct,
-                });
+                let distinct = mean(&Traversal::new(TreeMode::Distinct));
                 let specinfer = mean(&SpecInfer);
                 let rsd = mean(&Rsd);
                 let block = mean(build("block").unwrap().as_ref());

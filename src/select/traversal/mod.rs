@@ -21,7 +21,7 @@ use crate::rng::SpecRng;
 
 use super::draft::DraftLaw;
 use super::look::{Look, Marker, palette};
-use super::paths::{Ending as PathEnding, Kept, PathVerifier, Paths};
+use super::paths::{Ending as PathEnding, Kept, PathVerifier, Paths, WrongReading};
 use super::registry::{Entry, Param, ParamKind};
 use super::specinfer::SpecInfer;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, require_identical};
@@ -57,7 +57,7 @@ pub const ENTRY: Entry = Entry {
             "distinct" => TreeMode::Distinct,
             _ => TreeMode::Mult,
         };
-        Ok(Box::new(Traversal { tree }))
+        Ok(Box::new(Traversal::new(tree)))
     },
 };
 
@@ -87,16 +87,28 @@ impl TreeMode {
     }
 }
 
+/// Traversal Verification of the tree `tree` forms, under `reading` (the
+/// scheme: [`Reading::Lossless`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Traversal {
     pub tree: TreeMode,
+    pub reading: Reading,
+}
+
+impl Traversal {
+    pub fn new(tree: TreeMode) -> Self {
+        Self {
+            tree,
+            reading: Reading::Lossless,
+        }
+    }
 }
 
 /// The traversal of the paths' tree, formed as `tree` says.
 impl PathVerifier for Traversal {
     fn verify(&self, paths: &Paths, rng: &mut SpecRng) -> Kept {
         let tree = DraftTree::of(self.tree, paths);
-        let (node, next) = Traverser::new(&tree).run(rng);
+        let (node, next) = Traverser::with_reading(&tree, self.reading).run(rng);
         Kept {
             row: tree.nodes[node].row,
             len: tree.nodes[node].depth,
@@ -106,7 +118,7 @@ impl PathVerifier for Traversal {
 
     fn endings(&self, paths: &Paths) -> Vec<PathEnding> {
         let tree = DraftTree::of(self.tree, paths);
-        Traverser::new(&tree)
+        Traverser::with_reading(&tree, self.reading)
             .endings()
             .into_iter()
             .map(|ending| PathEnding {
@@ -123,13 +135,42 @@ impl PathVerifier for Traversal {
     fn needs_identical_drafts(&self) -> bool {
         true
     }
+
+    /// The lossless rule's wrong readings: its pitfalls (`docs/schemes.md` m).
+    fn wrong_readings(&self) -> Vec<WrongReading> {
+        if self.reading != Reading::Lossless {
+            return Vec::new();
+        }
+        [
+            (
+                Reading::ParentWeightBySiblingMass,
+                "parent-weight-by-sibling-mass",
+                "docs/schemes.md m (pitfall: w ← min(s/(1 − S(x)), 1) after a rejection)",
+            ),
+            (
+                Reading::BonusFromTarget,
+                "bonus-from-target",
+                "docs/schemes.md m (pitfall: the token after an accepted node from p, not R)",
+            ),
+            (
+                Reading::WeightKept,
+                "weight-kept",
+                "docs/schemes.md m (pitfall: the weight unchanged after a rejection)",
+            ),
+        ]
+        .into_iter()
+        .map(|(reading, name, source)| WrongReading {
+            name,
+            source,
+            verifier: Box::new(Traversal { reading, ..*self }),
+        })
+        .collect()
+    }
 }
 
 impl Default for Traversal {
     fn default() -> Self {
-        Self {
-            tree: TreeMode::Mult,
-        }
+        Self::new(TreeMode::Mult)
     }
 }
 
