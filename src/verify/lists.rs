@@ -16,64 +16,28 @@
 //! * whole rounds of small tree-structured models, enumerated
 //!   (`decode::exact::lists_round_law`), against the target's law.
 
+use crate::select::DraftLaw;
 use crate::select::gls::Lists;
 use crate::select::gls::law::{landing_by_quadrature, list_bound, node_law};
-use crate::select::{DraftLaw, Scheme};
 use crate::theory::optimum;
 
 use super::gtest::{GTest, g_test};
 use super::instances::Instance;
 use super::race::RACE_SAMPLES;
-use super::{
-    EXACT, EnumerationSummary, SamplingCheck, SchemeCheck, VerifyOptions, instances_for,
-    realistic_nodes, rounds,
-};
+use super::shared_noise::SharedNoiseChecks;
+use super::{EXACT, EnumerationSummary, SamplingCheck, VerifyOptions};
 
-pub fn check_list_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
-    let instances = instances_for(scheme, options.seed, options.instances);
-    let mut summary = EnumerationSummary::default();
-    let mut consistency = Vec::new();
-    for (i, inst) in instances.iter().enumerate() {
-        check_node_law(inst, &mut summary);
-        if i < 3 {
-            let seed = options.seed ^ i as u64;
-            match node_gtest(inst, 100_000, seed) {
-                Some(test) => consistency.push(test),
-                None => summary
-                    .failures
-                    .push(format!("{}: no node law to test against", inst.label)),
-            }
-        }
-    }
-    let mut failures = summary.failures.clone();
-    for test in &consistency {
-        if !test.passes() {
-            failures.push(format!(
-                "sampled nodes fail the G-test against the exact node law: {test:?}"
-            ));
-        }
-    }
-    let mut sampling = Vec::new();
-    for (i, inst) in realistic_nodes(scheme, options).iter().enumerate() {
-        let seed = options.seed.wrapping_add(3000 + i as u64);
-        sampling.push(sample_nodes(inst, seed, options, &mut failures));
-    }
-    if sampling.is_empty() {
-        failures.push("no realistic node could be sampled".into());
-    }
-    let rounds = rounds::round_check(scheme, options.seed, options.instances.div_ceil(4));
-    failures.extend(rounds.failures.iter().cloned());
-    SchemeCheck {
-        scheme: scheme.label(),
-        passed: failures.is_empty(),
-        enumeration: summary,
-        consistency,
-        sampling,
-        skipped: Vec::new(),
-        rounds: Some(rounds),
-        failures,
-    }
-}
+/// GLS's checks, run by
+/// [`check_shared_noise`](super::shared_noise::check_shared_noise).
+pub const CHECKS: SharedNoiseChecks = SharedNoiseChecks {
+    small: check_node_law,
+    consistency: |inst, seed| {
+        node_gtest(inst, 100_000, seed).ok_or_else(|| "no node law to test against".into())
+    },
+    consistency_failure: "sampled nodes fail the G-test against the exact node law",
+    sample: sample_nodes,
+    sample_seed: 3000,
+};
 
 /// The node law's checks on one small instance, recorded in `summary`.
 fn check_node_law(inst: &Instance, summary: &mut EnumerationSummary) {

@@ -16,6 +16,7 @@ pub mod instances;
 pub mod lists;
 pub mod race;
 pub mod rounds;
+pub mod shared_noise;
 
 use std::fmt::Write as _;
 
@@ -25,6 +26,7 @@ use crate::theory::{exact_outcome, optimum};
 
 use gtest::{GTest, g_test};
 use instances::{Instance, Realism, Special, realistic_instance, small_instance};
+use shared_noise::check_shared_noise;
 
 /// Exactness tolerance for laws and closed forms.
 pub const EXACT: f64 = 1e-12;
@@ -218,8 +220,8 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
     match scheme.decoding() {
-        Decoding::Race(_) => return race::check_race_scheme(scheme, options),
-        Decoding::Lists => return lists::check_list_scheme(scheme, options),
+        Decoding::Race(_) => return check_shared_noise(scheme, options, &race::CHECKS),
+        Decoding::Lists => return check_shared_noise(scheme, options, &lists::CHECKS),
         Decoding::Walk | Decoding::Paths(_) => {}
     }
     let instances = instances_for(scheme, options.seed, options.instances);

@@ -17,64 +17,28 @@
 use std::collections::BTreeMap;
 
 use crate::rng::SpecRng;
+use crate::select::DraftLaw;
 use crate::select::race::{Race, first_arrivals, landing_probability, race_winner, rank_law};
-use crate::select::{DraftLaw, Scheme};
 use crate::theory::optimum;
 
 use super::gtest::g_test;
 use super::instances::Instance;
-use super::{
-    EXACT, EnumerationSummary, SamplingCheck, SchemeCheck, VerifyOptions, instances_for,
-    realistic_nodes,
-};
+use super::shared_noise::SharedNoiseChecks;
+use super::{EXACT, EnumerationSummary, SamplingCheck, VerifyOptions};
 
 /// Most race positions sampled per realistic node.
 pub const RACE_SAMPLES: u64 = 200_000;
 
-pub fn check_race_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
-    let instances = instances_for(scheme, options.seed, options.instances);
-    let mut summary = EnumerationSummary::default();
-    let mut consistency = Vec::new();
-    for (i, inst) in instances.iter().enumerate() {
-        check_rank_law(inst, &mut summary);
-        // The arrival G-test draws 100k races each: the first three
-        // instances only.
-        if i < 3 {
-            consistency.push(arrival_gtest(
-                inst.qs[0].clone(),
-                inst.k,
-                100_000,
-                options.seed ^ i as u64,
-            ));
-        }
-    }
-    let mut failures = summary.failures.clone();
-    for test in &consistency {
-        if !test.passes() {
-            failures.push(format!(
-                "first arrivals fail the without-replacement G-test: {test:?}"
-            ));
-        }
-    }
-    let mut sampling = Vec::new();
-    for (i, inst) in realistic_nodes(scheme, options).iter().enumerate() {
-        let seed = options.seed.wrapping_add(2000 + i as u64);
-        sampling.push(sample_races(inst, seed, options, &mut failures));
-    }
-    if sampling.is_empty() {
-        failures.push("no realistic node could be sampled".into());
-    }
-    SchemeCheck {
-        scheme: scheme.label(),
-        passed: failures.is_empty(),
-        enumeration: summary,
-        consistency,
-        sampling,
-        skipped: Vec::new(),
-        rounds: None,
-        failures,
-    }
-}
+/// ERSD's checks, run by
+/// [`check_shared_noise`](super::shared_noise::check_shared_noise): the arrival G-test is
+/// (iii), the realistic nodes (ii) and (iv).
+pub const CHECKS: SharedNoiseChecks = SharedNoiseChecks {
+    small: check_rank_law,
+    consistency: |inst, seed| Ok(arrival_gtest(inst.qs[0].clone(), inst.k, 100_000, seed)),
+    consistency_failure: "first arrivals fail the without-replacement G-test",
+    sample: sample_races,
+    sample_seed: 2000,
+};
 
 /// The rank law's checks on one small instance, recorded in `summary`: it
 /// sums to `p(supp q)`, `Pr[R = 1]` lies in `[(1 − TV)/(1 + TV), 1 − TV]`,
