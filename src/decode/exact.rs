@@ -27,6 +27,34 @@ pub struct RoundModels<'a> {
 /// Emitted string (1 ..= L+1 tokens) → probability.
 pub type StringLaw = BTreeMap<Vec<u32>, f64>;
 
+/// The largest absolute gap between two string laws, over every string
+/// either has.
+pub fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
+    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Runs `check` on the round models of tree-structured laws: `laws(prefix)`
+/// is `(p, q)` after `prefix`, and each of the `drafts` rows drafts from
+/// that `q` (identical drafts). `check` also gets the target alone.
+pub fn with_tree_laws<T>(
+    laws: impl Fn(&[u32]) -> (Dist, Dist),
+    drafts: usize,
+    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+) -> T {
+    let target = |prefix: &[u32]| laws(prefix).0;
+    let draft = |_: usize, prefix: &[u32]| laws(prefix).1;
+    let models = RoundModels {
+        target: &target,
+        draft: &draft,
+        drafts,
+        identical: true,
+    };
+    check(&models, &target)
+}
+
 /// Enumerates one round after `prompt` with draft length `length`.
 pub fn round_law(
     models: &RoundModels,

@@ -4,6 +4,7 @@
 
 use rand_distr::{Distribution, Normal};
 
+use crate::decode::exact::{RoundModels, with_tree_laws};
 use crate::laws::{Dist, Processing};
 use crate::rng::SpecRng;
 use crate::select::Drafts;
@@ -210,6 +211,16 @@ pub struct TreeInstance {
 }
 
 impl TreeInstance {
+    /// Runs `check` with this instance's round models, `k` identical draft
+    /// rows (and the target alone).
+    pub fn with_models<T>(
+        &self,
+        k: usize,
+        check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+    ) -> T {
+        with_tree_laws(|prefix| self.laws(prefix), k, check)
+    }
+
     /// `(p, q)` after `prefix`.
     pub fn laws(&self, prefix: &[u32]) -> (Dist, Dist) {
         let labels: Vec<u64> = std::iter::once(0x7EE)

@@ -5,8 +5,8 @@
 //! compares the emitted string, continued by the target, with the target's
 //! own law.
 
-use crate::decode::exact::{RoundModels, StringLaw, extend_with_target, round_law, target_law};
-use crate::select::{Scheme, drafts_used};
+use crate::decode::exact::{extend_with_target, max_difference, round_law, target_law};
+use crate::select::{Scheme, SchemeError, drafts_used};
 
 use super::EXACT;
 use super::instances::{Special, TreeInstance};
@@ -50,25 +50,23 @@ pub fn round_check(scheme: &dyn Scheme, seed: u64, count: usize) -> RoundSummary
             special: Special::ALL[(i / SHAPES.len() + i) % Special::ALL.len()],
         };
         let k = drafts_used(scheme, k);
-        let target = |prefix: &[u32]| inst.laws(prefix).0;
-        let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
-        let models = RoundModels {
-            target: &target,
-            draft: &draft,
-            drafts: k,
-            identical: true,
-        };
         let label = format!("{} K={k} L={length}", inst.label());
         let prompt = [0u32];
-        let round = match round_law(&models, scheme, &prompt, length) {
-            Ok(round) => round,
+        let error = inst.with_models(k, |models, target| -> Result<f64, SchemeError> {
+            let round = round_law(models, scheme, &prompt, length)?;
+            let extended = extend_with_target(&round, target, &prompt, length + 1);
+            Ok(max_difference(
+                &extended,
+                &target_law(target, &prompt, length + 1),
+            ))
+        });
+        let error = match error {
+            Ok(error) => error,
             Err(e) => {
                 summary.failures.push(format!("round {label}: {e}"));
                 continue;
             }
         };
-        let extended = extend_with_target(&round, &target, &prompt, length + 1);
-        let error = max_difference(&extended, &target_law(&target, &prompt, length + 1));
         summary.rounds += 1;
         summary.max_law_error = summary.max_law_error.max(error);
         if error >= EXACT {
@@ -78,11 +76,4 @@ pub fn round_check(scheme: &dyn Scheme, seed: u64, count: usize) -> RoundSummary
         }
     }
     summary
-}
-
-fn max_difference(a: &StringLaw, b: &StringLaw) -> f64 {
-    let keys: std::collections::BTreeSet<&Vec<u32>> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .map(|k| (a.get(k).unwrap_or(&0.0) - b.get(k).unwrap_or(&0.0)).abs())
-        .fold(0.0, f64::max)
 }

@@ -13,6 +13,7 @@ use std::rc::Rc;
 use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     RoundModels, StringLaw, extend_with_target, paths_round_law, round_law, target_law,
+    with_tree_laws,
 };
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
@@ -114,6 +115,15 @@ impl Instance {
         };
         (Dist::new(p).unwrap(), Dist::new(q).unwrap())
     }
+
+    /// Runs `check` with K identical draft rows of the instance.
+    fn with_models<T>(
+        &self,
+        k: usize,
+        check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
+    ) -> T {
+        with_tree_laws(|prefix| self.laws(prefix), k, check)
+    }
 }
 
 /// `count` instances of each family, and of each of `verify`'s specials.
@@ -130,23 +140,6 @@ fn instances(count: u64, vocab: usize) -> Vec<Instance> {
             })
         })
         .collect()
-}
-
-/// Runs `check` with K identical draft rows of the instance.
-fn with_models<T>(
-    inst: &Instance,
-    k: usize,
-    check: impl FnOnce(&RoundModels, &dyn Fn(&[u32]) -> Dist) -> T,
-) -> T {
-    let target = |prefix: &[u32]| inst.laws(prefix).0;
-    let draft = |_: usize, prefix: &[u32]| inst.laws(prefix).1;
-    let models = RoundModels {
-        target: &target,
-        draft: &draft,
-        drafts: k,
-        identical: true,
-    };
-    check(&models, &target)
 }
 
 /// `max |law continued by p − p's law|` over L + 1 tokens, and how far the
@@ -174,7 +167,7 @@ fn gbv_emits_the_target_law_over_a_round() {
         (4, 3, 1, 2),
     ] {
         for inst in instances(count, vocab) {
-            let error = with_models(&inst, k, |models, target| {
+            let error = inst.with_models(k, |models, target| {
                 law_error(
                     &round_law(models, &Gbv::default(), &PROMPT, length).unwrap(),
                     target,
@@ -197,7 +190,7 @@ fn at_one_chain_gbv_is_block_verification() {
     let mut worst = 0.0f64;
     for length in 1..=3 {
         for inst in instances(2, 3) {
-            with_models(&inst, 1, |models, _| {
+            inst.with_models(1, |models, _| {
                 let block = round_law(models, &Block, &PROMPT, length).unwrap();
                 let gbv = round_law(models, &Gbv::default(), &PROMPT, length).unwrap();
                 let gap = max_difference(&block, &gbv);
@@ -227,7 +220,7 @@ fn the_authors_descent_rule_is_not_lossless() {
             .into_iter()
             .filter(|i| matches!(i.family, Family::Ties | Family::Random))
         {
-            with_models(&inst, k, |models, target| {
+            inst.with_models(k, |models, target| {
                 let law = |verifier: &dyn PathVerifier| {
                     paths_round_law(models, &gbv, verifier, &PROMPT, 2).unwrap()
                 };
@@ -334,7 +327,7 @@ fn gbv_against_block_verification() {
                     vocab: 3,
                     family,
                 };
-                let (b, g) = with_models(&inst, k, |models, _| {
+                let (b, g) = inst.with_models(k, |models, _| {
                     let b = mean_tokens(&round_law(models, &Block, &PROMPT, 2).unwrap());
                     (
                         b,

@@ -4,7 +4,7 @@
 //! (`mult`) SpecInfer's; the wrong readings are caught; the engine samples
 //! the target law in every mode.
 
-use crate::common::laws::{max_difference, with_models};
+use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     StringLaw, extend_with_target, paths_round_law, round_law, target_law,
 };
@@ -20,7 +20,7 @@ const MODES: [TreeMode; 3] = [TreeMode::Mult, TreeMode::Merged, TreeMode::Distin
 
 /// `max |law of the round continued by p − p's law|` over L + 1 tokens.
 fn round_error(inst: &TreeInstance, scheme: &dyn Scheme, k: usize, length: usize) -> f64 {
-    with_models(inst, k, |models, target| {
+    inst.with_models(k, |models, target| {
         let round = round_law(models, scheme, &PROMPT, length).unwrap();
         let extended = extend_with_target(&round, target, &PROMPT, length + 1);
         max_difference(&extended, &target_law(target, &PROMPT, length + 1))
@@ -73,7 +73,7 @@ fn mean_tokens(law: &StringLaw) -> f64 {
 fn the_tree_modes_are_different_verifiers() {
     let mut means: Vec<[f64; 3]> = Vec::new();
     for inst in instances(16, 3) {
-        with_models(&inst, 3, |models, _| {
+        inst.with_models(3, |models, _| {
             let mut row = [0.0; 3];
             for (m, mode) in MODES.into_iter().enumerate() {
                 row[m] =
@@ -94,7 +94,7 @@ fn the_tree_modes_are_different_verifiers() {
 #[test]
 fn at_one_chain_traversal_is_block_verification() {
     for inst in instances(24, 3) {
-        with_models(&inst, 1, |models, _| {
+        inst.with_models(1, |models, _| {
             let block = round_law(models, &Block, &PROMPT, 3).unwrap();
             for mode in MODES {
                 let traversal = round_law(models, &Traversal::new(mode), &PROMPT, 3).unwrap();
@@ -109,7 +109,7 @@ fn at_one_chain_traversal_is_block_verification() {
 fn at_one_token_mult_traversal_is_specinfer() {
     for (vocab, k) in [(3, 2), (4, 3), (2, 4)] {
         for inst in instances(16, vocab) {
-            with_models(&inst, k, |models, _| {
+            inst.with_models(k, |models, _| {
                 let specinfer = round_law(models, &SpecInfer, &PROMPT, 1).unwrap();
                 let traversal = round_law(models, &Traversal::default(), &PROMPT, 1).unwrap();
                 let gap = max_difference(&specinfer, &traversal);
@@ -139,7 +139,7 @@ fn the_wrong_readings_are_not_lossless() {
             .into_iter()
             .filter(|i| i.special == Special::None || i.special == Special::Ties)
         {
-            with_models(&inst, 2, |models, target| {
+            inst.with_models(2, |models, target| {
                 let verifier = reading.verifier.as_ref();
                 let law = paths_round_law(models, &scheme, verifier, &PROMPT, 2).unwrap();
                 let total: f64 = law.values().sum();
@@ -153,7 +153,7 @@ fn the_wrong_readings_are_not_lossless() {
     }
     // The same code under the lossless reading passes on the same rounds.
     for inst in instances(8, 3) {
-        with_models(&inst, 2, |models, target| {
+        inst.with_models(2, |models, target| {
             let law = paths_round_law(models, &scheme, &scheme, &PROMPT, 2).unwrap();
             let extended = extend_with_target(&law, target, &PROMPT, 3);
             assert!(max_difference(&extended, &target_law(target, &PROMPT, 3)) < 1e-12);
@@ -315,7 +315,7 @@ fn traversal_never_emits_fewer_tokens_than_the_walk_it_refines() {
     use specbench::select::rsd::Rsd;
     for (vocab, k, length) in [(3, 2, 2), (3, 3, 2), (2, 2, 3), (4, 2, 2)] {
         for inst in instances(24, vocab) {
-            with_models(&inst, k, |models, _| {
+            inst.with_models(k, |models, _| {
                 let mean = |scheme: &dyn Scheme| {
                     mean_tokens(&round_law(models, scheme, &PROMPT, length).unwrap())
                 };

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::common::laws::{max_difference, with_models};
+use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows_with_trunk, extend_with_target, paths_of,
     round_law_with_trunk, target_law,
@@ -90,7 +90,7 @@ fn every_scheme_with_a_trunk_emits_the_target_law_over_a_round() {
                 continue;
             }
             for inst in instances() {
-                let error = with_models(&inst, k, |models, target| {
+                let error = inst.with_models(k, |models, target| {
                     let round =
                         round_law_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, trunk)
                             .unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -176,7 +176,7 @@ fn k_copies_of_the_trunk_as_iid_inputs_are_caught() {
     let mut wrong = 0.0f64;
     for inst in instances() {
         for (k, trunk) in [(2, 1), (3, 2)] {
-            with_models(&inst, k, |models, target| {
+            inst.with_models(k, |models, target| {
                 let exact =
                     round_law_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, trunk).unwrap();
                 let again = walk_law(models, scheme.as_ref(), trunk, true);
@@ -208,7 +208,7 @@ fn path_verifiers_not_told_of_the_trunk_are_caught() {
         };
         let mut wrong = 0.0f64;
         for inst in instances() {
-            with_models(&inst, 2, |models, target| {
+            inst.with_models(2, |models, target| {
                 let mut law = StringLaw::new();
                 for (rows, prob) in
                     drafted_rows_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, 1)
