@@ -359,33 +359,15 @@ mod engine {
     //! The real decoding engine (caches, rollback, several rounds).
 
     use super::*;
-    use specbench::decode::{DecodeConfig, Generation, generate};
-    use specbench::laws::Processing;
-    use specbench::model::{ContextLogits, HistoryLm, ToyLm};
-    use specbench::verify::gtest::g_test;
+    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
+    use specbench::decode::DecodeConfig;
 
     const VOCAB: usize = 3;
     const LENGTH: usize = 2;
     const START: [u32; 2] = [1, 0];
 
-    fn processing(temperature: f64) -> Processing {
-        Processing {
-            temperature,
-            top_k: None,
-            top_p: 1.0,
-        }
-    }
-
-    fn law_of(model: &ToyLm, temperature: f64, prefix: &[u32]) -> Dist {
-        let mut logits = vec![0.0f32; model.vocab_size()];
-        model.logits_after(prefix, &mut logits);
-        processing(temperature).apply(&logits).unwrap()
-    }
-
-    fn generations(k: usize, samples: u64) -> Vec<Generation> {
-        let mut target = HistoryLm::new(ToyLm::new(11, VOCAB, None));
-        let mut draft = HistoryLm::new(ToyLm::new(23, VOCAB, None));
-        let config = DecodeConfig {
+    fn config(k: usize) -> DecodeConfig {
+        DecodeConfig {
             draft_len: LENGTH,
             max_new_tokens: LENGTH + 1,
             target: processing(1.0),
@@ -394,55 +376,28 @@ mod engine {
             rank_calibration: Default::default(),
             misread_drafts: None,
             trunk: 0,
-        };
-        (0..samples)
-            .map(|i| {
-                let mut rng = SpecRng::derive(31, &[i]);
-                generate(
-                    &mut target,
-                    &mut draft,
-                    &START,
-                    &Gbv::default(),
-                    &config,
-                    &mut rng,
-                )
-                .unwrap()
-            })
-            .collect()
-    }
-
-    /// G-test p-value of sampled strings against an exact law.
-    fn p_value(counts: &BTreeMap<Vec<u32>, u64>, law: &StringLaw) -> f64 {
-        assert!(counts.keys().all(|s| law.contains_key(s)), "{counts:?}");
-        let observed: Vec<u64> = law.keys().map(|s| *counts.get(s).unwrap_or(&0)).collect();
-        let expected: Vec<f64> = law.values().copied().collect();
-        g_test(&observed, &expected).p_value
+        }
     }
 
     /// The first round's emitted strings follow the exact round law, and
     /// whole generations the target's law.
     #[test]
     fn the_engine_samples_the_exact_round_law() {
-        let target_model = ToyLm::new(11, VOCAB, None);
-        let draft_model = ToyLm::new(23, VOCAB, None);
-        let target = |prefix: &[u32]| law_of(&target_model, 1.0, prefix);
-        let draft = |_: usize, prefix: &[u32]| law_of(&draft_model, 1.7, prefix);
         for k in [2, 3] {
-            let models = RoundModels {
-                target: &target,
-                draft: &draft,
-                drafts: k,
-                identical: true,
-            };
-            let exact = round_law(&models, &Gbv::default(), &START, LENGTH).unwrap();
-            let (mut rounds, mut strings) = (BTreeMap::new(), BTreeMap::new());
-            for g in generations(k, 20_000) {
-                let first = g.tokens[..g.rounds[0].accepted + 1].to_vec();
-                *rounds.entry(first).or_insert(0u64) += 1;
-                *strings.entry(g.tokens).or_insert(0u64) += 1;
-            }
-            let round = p_value(&rounds, &exact);
-            let whole = p_value(&strings, &target_law(&target, &START, LENGTH + 1));
+            let config = config(k);
+            let (round, whole) = with_toy_models(VOCAB, &config, |models, target| {
+                let exact = round_law(models, &Gbv::default(), &START, LENGTH).unwrap();
+                let (mut rounds, mut strings) = (BTreeMap::new(), BTreeMap::new());
+                let runs = toy_generations(VOCAB, &Gbv::default(), &START, &config, 20_000, 31);
+                for g in runs {
+                    let first = g.tokens[..g.rounds[0].accepted + 1].to_vec();
+                    *rounds.entry(first).or_insert(0u64) += 1;
+                    *strings.entry(g.tokens).or_insert(0u64) += 1;
+                }
+                let round = p_value(&rounds, &exact);
+                let whole = p_value(&strings, &target_law(target, &START, LENGTH + 1));
+                (round, whole)
+            });
             println!("gbv engine K={k}: G-test p first round {round:.3}, whole {whole:.3}");
             assert!(round >= 1e-6 && whole >= 1e-6, "K={k}: {round:e} {whole:e}");
         }

@@ -203,37 +203,18 @@ mod engine {
 
     use std::collections::BTreeMap;
 
-    use specbench::decode::exact::{RoundModels, StringLaw, round_law, target_law};
-    use specbench::decode::{DecodeConfig, Generation, generate};
-    use specbench::laws::{Dist, Processing};
-    use specbench::model::{ContextLogits, HistoryLm, ToyLm};
-    use specbench::rng::SpecRng;
+    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
+    use specbench::decode::DecodeConfig;
+    use specbench::decode::exact::{round_law, target_law};
     use specbench::select::hsd::{Hsd, HsdReading};
-    use specbench::verify::gtest::g_test;
 
     const VOCAB: usize = 3;
     const LENGTH: usize = 2;
     const PROMPT: [u32; 2] = [1, 0];
     const SAMPLES: u64 = 20_000;
 
-    fn processing(temperature: f64) -> Processing {
-        Processing {
-            temperature,
-            top_k: None,
-            top_p: 1.0,
-        }
-    }
-
-    fn law_of(model: &ToyLm, temperature: f64, prefix: &[u32]) -> Dist {
-        let mut logits = vec![0.0f32; model.vocab_size()];
-        model.logits_after(prefix, &mut logits);
-        processing(temperature).apply(&logits).unwrap()
-    }
-
-    fn generations(scheme: &Hsd) -> Vec<Generation> {
-        let mut target = HistoryLm::new(ToyLm::new(11, VOCAB, None));
-        let mut draft = HistoryLm::new(ToyLm::new(23, VOCAB, None));
-        let config = DecodeConfig {
+    fn config() -> DecodeConfig {
+        DecodeConfig {
             draft_len: LENGTH,
             max_new_tokens: LENGTH + 1,
             target: processing(1.0),
@@ -242,66 +223,38 @@ mod engine {
             rank_calibration: Default::default(),
             misread_drafts: None,
             trunk: 0,
-        };
-        (0..SAMPLES)
-            .map(|i| {
-                let mut rng = SpecRng::derive(13, &[i]);
-                generate(&mut target, &mut draft, &PROMPT, scheme, &config, &mut rng).unwrap()
-            })
-            .collect()
-    }
-
-    /// The exact law of the first round's emitted string.
-    fn first_round(scheme: &Hsd) -> StringLaw {
-        let target_model = ToyLm::new(11, VOCAB, None);
-        let draft_model = ToyLm::new(23, VOCAB, None);
-        let target = |prefix: &[u32]| law_of(&target_model, 1.0, prefix);
-        let draft = |_: usize, prefix: &[u32]| law_of(&draft_model, 1.7, prefix);
-        let models = RoundModels {
-            target: &target,
-            draft: &draft,
-            drafts: 1,
-            identical: true,
-        };
-        round_law(&models, scheme, &PROMPT, LENGTH).unwrap()
-    }
-
-    /// The G-test's p-value of `counts` against `law` (every counted string
-    /// must have positive probability under it).
-    fn p_value(counts: &BTreeMap<Vec<u32>, u64>, law: &StringLaw) -> f64 {
-        assert!(counts.keys().all(|k| law.get(k).is_some_and(|&p| p > 0.0)));
-        let observed: Vec<u64> = law.keys().map(|k| *counts.get(k).unwrap_or(&0)).collect();
-        let expected: Vec<f64> = law.values().copied().collect();
-        g_test(&observed, &expected).p_value
+        }
     }
 
     #[test]
     fn every_reading_samples_its_round_law_and_only_the_exact_one_the_target() {
-        let target_model = ToyLm::new(11, VOCAB, None);
-        let target = |prefix: &[u32]| law_of(&target_model, 1.0, prefix);
-        let reference = target_law(&target, &PROMPT, LENGTH + 1);
-        for reading in [
-            HsdReading::Exact,
-            HsdReading::PublishedRunningMax,
-            HsdReading::PublishedMinCap,
-        ] {
-            let scheme = Hsd { reading };
-            let runs = generations(&scheme);
-            let mut rounds: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
-            let mut whole: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
-            for g in &runs {
-                let first = g.tokens[..g.rounds[0].emitted].to_vec();
-                *rounds.entry(first).or_insert(0) += 1;
-                *whole.entry(g.tokens.clone()).or_insert(0) += 1;
+        let config = config();
+        with_toy_models(VOCAB, &config, |models, target| {
+            let reference = target_law(target, &PROMPT, LENGTH + 1);
+            for reading in [
+                HsdReading::Exact,
+                HsdReading::PublishedRunningMax,
+                HsdReading::PublishedMinCap,
+            ] {
+                let scheme = Hsd { reading };
+                let runs = toy_generations(VOCAB, &scheme, &PROMPT, &config, SAMPLES, 13);
+                let mut rounds: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+                let mut whole: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
+                for g in &runs {
+                    let first = g.tokens[..g.rounds[0].emitted].to_vec();
+                    *rounds.entry(first).or_insert(0) += 1;
+                    *whole.entry(g.tokens.clone()).or_insert(0) += 1;
+                }
+                let first_round = round_law(models, &scheme, &PROMPT, LENGTH).unwrap();
+                let own = p_value(&rounds, &first_round);
+                assert!(own >= 1e-6, "{reading:?}: first rounds p = {own:e}");
+                let against_target = p_value(&whole, &reference);
+                if reading == HsdReading::Exact {
+                    assert!(against_target >= 1e-6, "exact: p = {against_target:e}");
+                } else {
+                    assert!(against_target < 1e-6, "{reading:?}: p = {against_target:e}");
+                }
             }
-            let own = p_value(&rounds, &first_round(&scheme));
-            assert!(own >= 1e-6, "{reading:?}: first rounds p = {own:e}");
-            let against_target = p_value(&whole, &reference);
-            if reading == HsdReading::Exact {
-                assert!(against_target >= 1e-6, "exact: p = {against_target:e}");
-            } else {
-                assert!(against_target < 1e-6, "{reading:?}: p = {against_target:e}");
-            }
-        }
+        });
     }
 }

@@ -6,16 +6,15 @@
 use std::collections::BTreeMap;
 
 use crate::common::laws::max_difference;
+use crate::common::toy_engine::{DRAFT_ID, TARGET_ID, law_of};
 use specbench::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
 use specbench::decode::{DecodeConfig, generate};
 use specbench::laws::{Dist, Processing};
-use specbench::model::{ContextLogits, HistoryLm, ToyLm};
+use specbench::model::{HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
 use specbench::verify::gtest::g_test;
 
-const TARGET_ID: u64 = 11;
-const DRAFT_ID: u64 = 23;
 const PROMPT: [u32; 2] = [1, 0];
 
 fn processing(temperature: f64, top_p: f64) -> Processing {
@@ -24,12 +23,6 @@ fn processing(temperature: f64, top_p: f64) -> Processing {
         top_k: None,
         top_p,
     }
-}
-
-fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
-    let mut logits = vec![0.0f32; model.vocab_size()];
-    model.logits_after(prefix, &mut logits);
-    proc.apply(&logits).unwrap()
 }
 
 struct Case {

@@ -178,37 +178,18 @@ mod engine {
 
     use std::collections::BTreeMap;
 
-    use specbench::decode::exact::{RoundModels, round_law, target_law};
-    use specbench::decode::{DecodeConfig, Generation, generate};
-    use specbench::laws::{Dist, Processing};
-    use specbench::model::{ContextLogits, HistoryLm, ToyLm};
-    use specbench::rng::SpecRng;
+    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
+    use specbench::decode::exact::{StringLaw, round_law, target_law};
+    use specbench::decode::{DecodeConfig, Generation};
     use specbench::select::traversal::{Traversal, TreeMode};
-    use specbench::verify::gtest::g_test;
 
     const VOCAB: usize = 3;
     const LENGTH: usize = 2;
     const K: usize = 2;
     const PROMPT: [u32; 2] = [1, 0];
 
-    fn processing(temperature: f64) -> Processing {
-        Processing {
-            temperature,
-            top_k: None,
-            top_p: 1.0,
-        }
-    }
-
-    fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
-        let mut logits = vec![0.0f32; model.vocab_size()];
-        model.logits_after(prefix, &mut logits);
-        proc.apply(&logits).unwrap()
-    }
-
-    fn generations(mode: TreeMode, samples: u64) -> Vec<Generation> {
-        let mut target = HistoryLm::new(ToyLm::new(11, VOCAB, None));
-        let mut draft = HistoryLm::new(ToyLm::new(23, VOCAB, None));
-        let config = DecodeConfig {
+    fn config() -> DecodeConfig {
+        DecodeConfig {
             draft_len: LENGTH,
             max_new_tokens: LENGTH + 1,
             target: processing(1.0),
@@ -217,49 +198,33 @@ mod engine {
             rank_calibration: Default::default(),
             misread_drafts: None,
             trunk: 0,
-        };
+        }
+    }
+
+    fn generations(mode: TreeMode, samples: u64) -> Vec<Generation> {
         let scheme = Traversal::new(mode);
-        (0..samples)
-            .map(|i| {
-                let mut rng = SpecRng::derive(9, &[i]);
-                generate(&mut target, &mut draft, &PROMPT, &scheme, &config, &mut rng).unwrap()
-            })
-            .collect()
+        toy_generations(VOCAB, &scheme, &PROMPT, &config(), samples, 9)
     }
 
     /// The exact law of the first round's emitted string.
-    fn first_round(mode: TreeMode) -> specbench::decode::exact::StringLaw {
-        let target_model = ToyLm::new(11, VOCAB, None);
-        let draft_model = ToyLm::new(23, VOCAB, None);
-        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
-        let draft = |_: usize, prefix: &[u32]| law_of(&draft_model, &processing(1.7), prefix);
-        let models = RoundModels {
-            target: &target,
-            draft: &draft,
-            drafts: K,
-            identical: true,
-        };
-        round_law(&models, &Traversal::new(mode), &PROMPT, LENGTH).unwrap()
+    fn first_round(mode: TreeMode) -> StringLaw {
+        with_toy_models(VOCAB, &config(), |models, _| {
+            round_law(models, &Traversal::new(mode), &PROMPT, LENGTH).unwrap()
+        })
     }
 
     #[test]
     fn every_mode_samples_the_target_law() {
-        let target_model = ToyLm::new(11, VOCAB, None);
-        let target = |prefix: &[u32]| law_of(&target_model, &processing(1.0), prefix);
-        let reference = target_law(&target, &PROMPT, LENGTH + 1);
+        let reference = with_toy_models(VOCAB, &config(), |_, target| {
+            target_law(target, &PROMPT, LENGTH + 1)
+        });
         for mode in [TreeMode::Merged, TreeMode::Distinct] {
             let mut counts: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
             for g in generations(mode, 20_000) {
                 *counts.entry(g.tokens).or_insert(0) += 1;
             }
-            assert!(counts.keys().all(|k| reference.contains_key(k)));
-            let observed: Vec<u64> = reference
-                .keys()
-                .map(|k| *counts.get(k).unwrap_or(&0))
-                .collect();
-            let expected: Vec<f64> = reference.values().copied().collect();
-            let test = g_test(&observed, &expected);
-            assert!(test.p_value >= 1e-6, "{mode:?}: p = {:e}", test.p_value);
+            let p = p_value(&counts, &reference);
+            assert!(p >= 1e-6, "{mode:?}: p = {p:e}");
         }
     }
 

@@ -8,17 +8,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::laws::max_difference;
+use crate::common::toy_engine::{
+    DRAFT_ID, TARGET_ID, p_value, processing, toy_generations, with_toy_models,
+};
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows_with_trunk, extend_with_target, paths_of,
     round_law_with_trunk, target_law,
 };
 use specbench::decode::{DecodeConfig, generate, surviving_rows};
-use specbench::laws::{Dist, Processing};
-use specbench::model::{ContextLogits, HistoryLm, ToyLm};
+use specbench::laws::Dist;
+use specbench::model::{HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::paths::PathVerifier;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
-use specbench::verify::gtest::g_test;
 use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
@@ -232,21 +234,7 @@ fn path_verifiers_not_told_of_the_trunk_are_caught() {
     }
 }
 
-const TARGET_ID: u64 = 11;
-const DRAFT_ID: u64 = 23;
-
-fn law_of(model: &ToyLm, proc: &Processing, prefix: &[u32]) -> Dist {
-    let mut logits = vec![0.0f32; model.vocab_size()];
-    model.logits_after(prefix, &mut logits);
-    proc.apply(&logits).unwrap()
-}
-
 fn toy_config(k: usize, trunk: usize) -> DecodeConfig {
-    let processing = |temperature| Processing {
-        temperature,
-        top_k: None,
-        top_p: 1.0,
-    };
     DecodeConfig {
         draft_len: LENGTH,
         max_new_tokens: LENGTH + 1,
@@ -259,49 +247,27 @@ fn toy_config(k: usize, trunk: usize) -> DecodeConfig {
     }
 }
 
-/// `samples` generations of L + 1 tokens through the engine, by string.
-fn sample(scheme: &dyn Scheme, config: &DecodeConfig, samples: u64) -> BTreeMap<Vec<u32>, u64> {
-    let mut target = HistoryLm::new(ToyLm::new(TARGET_ID, 3, None));
-    let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, 3, None));
-    let mut counts = BTreeMap::new();
-    for i in 0..samples {
-        let mut rng = SpecRng::derive(7, &[i]);
-        let g = generate(&mut target, &mut draft, &PROMPT, scheme, config, &mut rng).unwrap();
-        *counts.entry(g.tokens).or_insert(0) += 1;
-    }
-    counts
-}
-
 /// The engine at d = 1 samples the law the exact round law gives (the
 /// target's, extended over L + 1 tokens), through caches and rollback.
 #[test]
 fn the_engine_with_a_trunk_samples_the_exact_law() {
     let config = toy_config(3, 1);
-    let target_model = ToyLm::new(TARGET_ID, 3, None);
-    let draft_model = ToyLm::new(DRAFT_ID, 3, None);
-    let target = |prefix: &[u32]| law_of(&target_model, &config.target, prefix);
-    let draft = |row: usize, prefix: &[u32]| law_of(&draft_model, &config.drafts[row], prefix);
-    let models = RoundModels {
-        target: &target,
-        draft: &draft,
-        drafts: 3,
-        identical: true,
-    };
-    for label in ["specinfer", "rsd", "traversal", "gbv"] {
-        let scheme = build(label).unwrap();
-        let round = round_law_with_trunk(&models, scheme.as_ref(), &PROMPT, LENGTH, 1).unwrap();
-        let law = extend_with_target(&round, &target, &PROMPT, LENGTH + 1);
-        let counts = sample(scheme.as_ref(), &config, 20_000);
-        let keys: Vec<&Vec<u32>> = law.keys().collect();
-        assert!(counts.keys().all(|k| law.contains_key(k)), "{label}");
-        let observed: Vec<u64> = keys.iter().map(|k| *counts.get(*k).unwrap_or(&0)).collect();
-        let expected: Vec<f64> = keys.iter().map(|k| law[*k]).collect();
-        let p = g_test(&observed, &expected).p_value;
-        assert!(
-            p >= 1e-6,
-            "{label}: sampled strings fail the G-test (p = {p:e})"
-        );
-    }
+    with_toy_models(3, &config, |models, target| {
+        for label in ["specinfer", "rsd", "traversal", "gbv"] {
+            let scheme = build(label).unwrap();
+            let round = round_law_with_trunk(models, scheme.as_ref(), &PROMPT, LENGTH, 1).unwrap();
+            let law = extend_with_target(&round, target, &PROMPT, LENGTH + 1);
+            let mut counts = BTreeMap::new();
+            for g in toy_generations(3, scheme.as_ref(), &PROMPT, &config, 20_000, 7) {
+                *counts.entry(g.tokens).or_insert(0) += 1;
+            }
+            let p = p_value(&counts, &law);
+            assert!(
+                p >= 1e-6,
+                "{label}: sampled strings fail the G-test (p = {p:e})"
+            );
+        }
+    });
 }
 
 /// A trunk is drawn once: the engine drafts one row through it (one draft

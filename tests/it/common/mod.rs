@@ -8,6 +8,7 @@ pub mod hub_server;
 pub mod laws;
 pub mod made_up;
 pub mod runs;
+pub mod toy_engine;
 
 /// An empty scratch folder under the system temp dir, unique to this test
 /// process: `specbench-{suite}-{name}-{pid}`.
