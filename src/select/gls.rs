@@ -35,7 +35,7 @@ pub const ENTRY: Entry = Entry {
     summary: "Gumbel-max list sampling (Rowan, Phan, Khisti): K drafts each under its own exponential noise; the target's winner over the matching drafts' noise is emitted",
     params: &[],
     acceptance: "≥ Σ_x p(x)·K/(K + c(x)), c(x) = Σ_y (q(y)p(x)/q(x) − p(y))_+ (i.i.d.; equality at K = 1)",
-    look: Look::new(palette::NAVY, Marker::Diamond),
+    look: Look::new(palette::NAVY, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: false,
     build: |_| Ok(Box::new(Gls)),
