@@ -86,7 +86,7 @@ fn the_largest_instance_solves_and_every_scheme_stays_below() {
     let independent = report
         .bounds
         .iter()
-        .find(|b| b.draft_law == DraftLaw::Independent && b.drafts == 3)
+        .find(|b| b.drafting.law == DraftLaw::Independent && b.drafting.drafts == 3)
         .unwrap();
     assert_eq!(independent.lp.tries, 43_744);
 }
@@ -128,7 +128,7 @@ fn the_node_lp_equals_the_full_lp_and_its_dual() {
             let report = round_bound(&instance, None, true).unwrap();
             for bound in &report.bounds {
                 let full = bound.full.as_ref().unwrap();
-                let at = format!("V={v} K={k} L={l} seed {seed} {:?}", bound.draft_law);
+                let at = format!("V={v} K={k} L={l} seed {seed} {:?}", bound.drafting.law);
                 let node = bound.lp.value;
                 assert!(
                     (full.dual.value - node).abs() < 1e-9,
@@ -410,7 +410,10 @@ fn a_trunk_is_drafted_once_and_bounded_by_its_own_lp() {
         let at = format!("V={v} K={k} L={l} trunk {trunk}");
         let report = round_bound_with_trunk(&instance, None, true, trunk).unwrap();
         check_rows(&report, &at);
-        assert!(report.rows.iter().all(|r| r.trunk == trunk), "{at}");
+        assert!(
+            report.rows.iter().all(|r| r.drafting.trunk == trunk),
+            "{at}"
+        );
         assert!(
             (report.not_run.iter()).any(|(s, why)| s == "gls" && why.contains("randomness")),
             "{at}: {:?}",

@@ -45,8 +45,9 @@ pub const SCHEMES: &[&str] = &[
 /// How a round's tree is drafted: the K rows' law at their first branching
 /// token, K, and the trunk drafted on one row before they branch (delayed
 /// tree expansion, `docs/schemes.md` §2.2.1; 0: the rows branch at the root).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Drafting {
+    #[serde(rename = "draft_law")]
     pub law: DraftLaw,
     pub drafts: usize,
     pub trunk: usize,
@@ -67,11 +68,9 @@ impl Drafting {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SchemeRow {
     pub scheme: String,
-    pub draft_law: DraftLaw,
-    /// Drafted chains the scheme runs on (block: 1).
-    pub drafts: usize,
-    /// Tokens drafted on one row before the chains branch.
-    pub trunk: usize,
+    /// The drafting it runs on (block: one chain).
+    #[serde(flatten)]
+    pub drafting: Drafting,
     /// `Σ_e Pr[e] |e|` over the enumerated round law.
     pub tokens: f64,
     /// `max |law continued by p − p|` over strings of L + 1 tokens: ~0 for
@@ -86,9 +85,8 @@ pub struct SchemeRow {
 /// The LP of one drafting (draft law, chains), shared by its schemes.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DraftingBound {
-    pub draft_law: DraftLaw,
-    pub drafts: usize,
-    pub trunk: usize,
+    #[serde(flatten)]
+    pub drafting: Drafting,
     /// The LP over node masses ([`node_lp`]): the value reported.
     pub lp: NodeBound,
     /// Where asked for (`--check`): the full LP over drafted tries and its
@@ -188,9 +186,7 @@ pub fn round_bound_with_trunk(
         let bound = bound_for(instance, drafting, check, &mut bounds)?;
         rows.push(SchemeRow {
             scheme: name,
-            draft_law: drafting.law,
-            drafts: k,
-            trunk,
+            drafting,
             tokens: measured.tokens,
             law_error: measured.law_error,
             tv: measured.tv,
@@ -217,21 +213,12 @@ fn bound_for(
     check: bool,
     bounds: &mut Vec<DraftingBound>,
 ) -> Result<f64, String> {
-    let same = |b: &&DraftingBound| {
-        b.draft_law == drafting.law && b.drafts == drafting.drafts && b.trunk == drafting.trunk
-    };
-    if let Some(b) = bounds.iter().find(same) {
+    if let Some(b) = bounds.iter().find(|b| b.drafting == drafting) {
         return Ok(b.lp.value);
     }
     let lp = node_lp(instance, drafting)?;
     let full = check.then(|| full_bound(instance, drafting)).transpose()?;
-    bounds.push(DraftingBound {
-        draft_law: drafting.law,
-        drafts: drafting.drafts,
-        trunk: drafting.trunk,
-        lp,
-        full,
-    });
+    bounds.push(DraftingBound { drafting, lp, full });
     Ok(lp.value)
 }
 
@@ -282,26 +269,6 @@ fn measure(
     })
 }
 
-impl SchemeRow {
-    pub fn drafting(&self) -> Drafting {
-        Drafting {
-            law: self.draft_law,
-            drafts: self.drafts,
-            trunk: self.trunk,
-        }
-    }
-}
-
-impl DraftingBound {
-    pub fn drafting(&self) -> Drafting {
-        Drafting {
-            law: self.draft_law,
-            drafts: self.drafts,
-            trunk: self.trunk,
-        }
-    }
-}
-
 impl RoundBoundReport {
     pub fn to_table(&self) -> String {
         let mut out = String::new();
@@ -322,7 +289,7 @@ impl RoundBoundReport {
             "scheme", "drafting", "E[tokens]", "LP", "gap %", "law err", "TV"
         );
         for row in &self.rows {
-            let drafting = row.drafting().describe();
+            let drafting = row.drafting.describe();
             let _ = writeln!(
                 out,
                 "{:<24} {:<36} {:>10.6} {:>10.6} {:>8.3} {:>9.1e} {:>9.1e}",
@@ -345,7 +312,7 @@ impl RoundBoundReport {
             let _ = writeln!(
                 out,
                 "LP for {}: {:.12}, within {:.1e} ({} node sets, {} nodes, {} cuts)",
-                bound.drafting().describe(),
+                bound.drafting.describe(),
                 lp.value,
                 lp.upper - lp.value,
                 lp.tries,

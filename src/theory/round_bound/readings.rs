@@ -50,7 +50,7 @@ impl RoundBoundReport {
                         reading.verifier.as_ref(),
                         &[],
                         instance.length,
-                        row.trunk,
+                        row.drafting.trunk,
                     )
                 })
                 .map_err(|e| format!("{} ({}): {e}", row.scheme, reading.name))?;
