@@ -359,32 +359,18 @@ mod engine {
     //! The real decoding engine (caches, rollback, several rounds).
 
     use super::*;
-    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
-    use specbench::decode::DecodeConfig;
+    use crate::common::toy_engine::{p_value, toy_config, toy_generations, with_toy_models};
 
     const VOCAB: usize = 3;
     const LENGTH: usize = 2;
     const START: [u32; 2] = [1, 0];
-
-    fn config(k: usize) -> DecodeConfig {
-        DecodeConfig {
-            draft_len: LENGTH,
-            max_new_tokens: LENGTH + 1,
-            target: processing(1.0),
-            drafts: vec![processing(1.7); k],
-            log_nodes: false,
-            rank_calibration: Default::default(),
-            misread_drafts: None,
-            trunk: 0,
-        }
-    }
 
     /// The first round's emitted strings follow the exact round law, and
     /// whole generations the target's law.
     #[test]
     fn the_engine_samples_the_exact_round_law() {
         for k in [2, 3] {
-            let config = config(k);
+            let config = toy_config(LENGTH, k);
             let (round, whole) = with_toy_models(VOCAB, &config, |models, target| {
                 let exact = round_law(models, &Gbv::default(), &START, LENGTH).unwrap();
                 let (mut rounds, mut strings) = (BTreeMap::new(), BTreeMap::new());

@@ -203,8 +203,7 @@ mod engine {
 
     use std::collections::BTreeMap;
 
-    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
-    use specbench::decode::DecodeConfig;
+    use crate::common::toy_engine::{p_value, toy_config, toy_generations, with_toy_models};
     use specbench::decode::exact::{round_law, target_law};
     use specbench::select::hsd::{Hsd, HsdReading};
 
@@ -213,22 +212,9 @@ mod engine {
     const PROMPT: [u32; 2] = [1, 0];
     const SAMPLES: u64 = 20_000;
 
-    fn config() -> DecodeConfig {
-        DecodeConfig {
-            draft_len: LENGTH,
-            max_new_tokens: LENGTH + 1,
-            target: processing(1.0),
-            drafts: vec![processing(1.7)],
-            log_nodes: false,
-            rank_calibration: Default::default(),
-            misread_drafts: None,
-            trunk: 0,
-        }
-    }
-
     #[test]
     fn every_reading_samples_its_round_law_and_only_the_exact_one_the_target() {
-        let config = config();
+        let config = toy_config(LENGTH, 1);
         with_toy_models(VOCAB, &config, |models, target| {
             let reference = target_law(target, &PROMPT, LENGTH + 1);
             for reading in [

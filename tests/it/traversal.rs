@@ -178,7 +178,7 @@ mod engine {
 
     use std::collections::BTreeMap;
 
-    use crate::common::toy_engine::{p_value, processing, toy_generations, with_toy_models};
+    use crate::common::toy_engine::{p_value, toy_config, toy_generations, with_toy_models};
     use specbench::decode::exact::{StringLaw, round_law, target_law};
     use specbench::decode::{DecodeConfig, Generation};
     use specbench::select::traversal::{Traversal, TreeMode};
@@ -188,16 +188,11 @@ mod engine {
     const K: usize = 2;
     const PROMPT: [u32; 2] = [1, 0];
 
+    /// The toy round, logging each node (the per-depth test reads it).
     fn config() -> DecodeConfig {
         DecodeConfig {
-            draft_len: LENGTH,
-            max_new_tokens: LENGTH + 1,
-            target: processing(1.0),
-            drafts: vec![processing(1.7); K],
             log_nodes: true,
-            rank_calibration: Default::default(),
-            misread_drafts: None,
-            trunk: 0,
+            ..toy_config(LENGTH, K)
         }
     }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::laws::max_difference;
 use crate::common::toy_engine::{
-    DRAFT_ID, TARGET_ID, p_value, processing, toy_generations, with_toy_models,
+    DRAFT_ID, TARGET_ID, p_value, toy_config, toy_generations, with_toy_models,
 };
 use specbench::decode::exact::{
     RoundModels, StringLaw, drafted_rows_with_trunk, extend_with_target, paths_of,
@@ -234,16 +234,11 @@ fn path_verifiers_not_told_of_the_trunk_are_caught() {
     }
 }
 
-fn toy_config(k: usize, trunk: usize) -> DecodeConfig {
+/// The toy round with K drafts and a trunk of `trunk` tokens.
+fn trunk_config(k: usize, trunk: usize) -> DecodeConfig {
     DecodeConfig {
-        draft_len: LENGTH,
-        max_new_tokens: LENGTH + 1,
-        target: processing(1.0),
-        drafts: vec![processing(1.7); k],
-        log_nodes: false,
-        rank_calibration: Default::default(),
-        misread_drafts: None,
         trunk,
+        ..toy_config(LENGTH, k)
     }
 }
 
@@ -251,7 +246,7 @@ fn toy_config(k: usize, trunk: usize) -> DecodeConfig {
 /// target's, extended over L + 1 tokens), through caches and rollback.
 #[test]
 fn the_engine_with_a_trunk_samples_the_exact_law() {
-    let config = toy_config(3, 1);
+    let config = trunk_config(3, 1);
     with_toy_models(3, &config, |models, target| {
         for label in ["specinfer", "rsd", "traversal", "gbv"] {
             let scheme = build(label).unwrap();
@@ -275,7 +270,7 @@ fn the_engine_with_a_trunk_samples_the_exact_law() {
 #[test]
 fn bad_trunks_are_refused_with_one_line() {
     let scheme = build("specinfer").unwrap();
-    let mut long = toy_config(2, LENGTH);
+    let mut long = trunk_config(2, LENGTH);
     let mut rng = SpecRng::new(1);
     let mut target = HistoryLm::new(ToyLm::new(TARGET_ID, 3, None));
     let mut draft = HistoryLm::new(ToyLm::new(DRAFT_ID, 3, None));
@@ -291,6 +286,6 @@ fn bad_trunks_are_refused_with_one_line() {
     assert!(refusal(scheme.as_ref(), &long).contains("identical drafts"));
     for shared in ["ersd", "gls"] {
         let scheme = build(shared).unwrap();
-        assert!(refusal(scheme.as_ref(), &toy_config(2, 1)).contains("randomness"));
+        assert!(refusal(scheme.as_ref(), &trunk_config(2, 1)).contains("randomness"));
     }
 }

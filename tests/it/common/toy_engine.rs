@@ -25,6 +25,21 @@ pub fn processing(temperature: f64) -> Processing {
     }
 }
 
+/// One round of L drafted tokens and its bonus (L + 1 new tokens), the
+/// target at T 1 and K drafts at T 1.7, no per-node log, no trunk.
+pub fn toy_config(length: usize, k: usize) -> DecodeConfig {
+    DecodeConfig {
+        draft_len: length,
+        max_new_tokens: length + 1,
+        target: processing(1.0),
+        drafts: vec![processing(1.7); k],
+        log_nodes: false,
+        rank_calibration: Default::default(),
+        misread_drafts: None,
+        trunk: 0,
+    }
+}
+
 /// `model`'s law after `prefix` under `processing`.
 pub fn law_of(model: &ToyLm, processing: &Processing, prefix: &[u32]) -> Dist {
     let mut logits = vec![0.0f32; model.vocab_size()];
