@@ -55,6 +55,8 @@ pub struct RoundBenchOptions {
     pub target_size: String,
     pub draft_size: String,
     pub dtype: DType,
+    /// The synthetic models' vocabulary (OPT's 50272; Gemma-3's 262144).
+    pub vocab: usize,
     /// Generations per cell, and new tokens each.
     pub generations: usize,
     pub max_new_tokens: usize,
@@ -99,6 +101,7 @@ pub struct RoundBenchReport {
     pub target_size: String,
     pub draft_size: String,
     pub dtype: String,
+    pub vocab: usize,
     pub draft_len: usize,
     pub top_p: f64,
     pub threads: usize,
@@ -256,6 +259,7 @@ pub fn bench_round(options: &RoundBenchOptions) -> Result<RoundBenchReport> {
         target_size: options.target_size.clone(),
         draft_size: options.draft_size.clone(),
         dtype: crate::model::device::dtype_name(options.dtype).into(),
+        vocab: options.vocab,
         draft_len: options.draft_len,
         top_p: options.top_p,
         threads: crate::threads::in_use(),
@@ -308,7 +312,11 @@ struct BenchModels {
 
 impl BenchModels {
     fn new(options: &RoundBenchOptions) -> Result<Self> {
-        let config = SyntheticConfig::default();
+        let config = SyntheticConfig {
+            vocab: options.vocab,
+            ..SyntheticConfig::default()
+        };
+        config.validate()?;
         let meter = Rc::new(Meter::default());
         let target = KvLm::new(
             SyntheticLm::new(config.clone(), Role::Target)?,
@@ -435,10 +443,11 @@ impl RoundBenchReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "host work per round, ms ({}, L = {}, target T = 1, top-p {}, V = 50272; KV caches of OPT-{} (target) and OPT-{} (draft) in {}; {} threads, {} through model calls)",
+            "host work per round, ms ({}, L = {}, target T = 1, top-p {}, V = {}; KV caches of OPT-{} (target) and OPT-{} (draft) in {}; {} threads, {} through model calls)",
             self.scheme,
             self.draft_len,
             self.top_p,
+            self.vocab,
             self.target_size,
             self.draft_size,
             self.dtype,

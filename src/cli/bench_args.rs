@@ -62,6 +62,9 @@ pub struct BenchRoundArgs {
     /// Draft length L.
     #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     pub draft_len: usize,
+    /// Vocabulary of the synthetic models (262144: Gemma-3's).
+    #[arg(long, default_value_t = 50272, value_parser = at_least_two)]
+    pub vocab: usize,
     /// OPT size whose KV cache shape the target carries.
     #[arg(long, default_value = "1.3b")]
     pub target_size: String,

@@ -264,6 +264,7 @@ fn bench_rounds(args: BenchRoundArgs) -> Result<(), String> {
         target_size: args.target_size,
         draft_size: args.draft_size,
         dtype: args.dtype.dtype(),
+        vocab: args.vocab,
         generations: args.generations,
         max_new_tokens: args.tokens,
         seed: args.seed,

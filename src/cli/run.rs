@@ -22,7 +22,9 @@ fn load_config(
         ),
         None => Config::default_experiment().map_err(line)?,
     };
-    Overrides::from(overrides).apply(&mut config);
+    Overrides::from(overrides)
+        .apply(&mut config)
+        .map_err(line)?;
     Ok((config, source))
 }
 

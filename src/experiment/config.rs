@@ -196,6 +196,14 @@ impl Config {
         })
     }
 
+    /// A config from a TOML value (what [`super::settings`] writes flags
+    /// into); the message is serde's, naming what the field expected.
+    pub(super) fn from_value(value: toml::Value) -> std::result::Result<Self, String> {
+        value
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())
+    }
+
     /// The default experiment: `experiments/default.toml` when run from a
     /// checkout, otherwise the copy compiled into the binary.
     pub fn default_experiment() -> Result<(Self, String)> {
@@ -318,106 +326,6 @@ fn check_temperature(t: f64, field: &str) -> Result<()> {
     Ok(())
 }
 
-/// Overrides of a config's fields, field by field (what `specbench run`'s
-/// flags give: `cli::overrides` defines them); `None` keeps the config's
-/// value.
-#[derive(Clone, Debug, Default)]
-pub struct Overrides {
-    pub schemes: Option<Vec<SchemeSpec>>,
-    pub drafts: Option<Vec<usize>>,
-    pub draft_len: Option<usize>,
-    /// `sweep.trunks` (and `decode.trunk` back to 0).
-    pub trunks: Option<Vec<usize>>,
-    pub draft_temps: Option<Vec<f64>>,
-    /// Non-identical draft temperature pairs (K = 2).
-    pub draft_temp_pairs: Option<Vec<[f64; 2]>>,
-    pub target_temp: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<usize>,
-    pub datasets: Option<Vec<Dataset>>,
-    pub prompts: Option<usize>,
-    /// Local prompt files: sets `data.source = local` and `data.path`.
-    pub dataset_file: Option<String>,
-    pub max_new_tokens: Option<usize>,
-    pub seeds: Option<Vec<u64>>,
-    pub device: Option<DeviceChoice>,
-    pub target: Option<String>,
-    pub draft: Option<String>,
-    /// The revision of both models; the per-model ones below win for theirs.
-    pub revision: Option<String>,
-    pub target_revision: Option<String>,
-    pub draft_revision: Option<String>,
-    pub draft_quant: Option<crate::model::gguf::quant::Quant>,
-    pub max_prompt_tokens: Option<usize>,
-    pub sample_seed: Option<u64>,
-    pub dtype: Option<Precision>,
-    pub threads: Option<usize>,
-    pub name: Option<String>,
-}
-
-impl Overrides {
-    pub fn apply(&self, config: &mut Config) {
-        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
-            if let Some(v) = value {
-                *target = v.clone();
-            }
-        }
-        set(&mut config.sweep.schemes, &self.schemes);
-        set(&mut config.sweep.drafts, &self.drafts);
-        set(&mut config.decode.draft_len, &self.draft_len);
-        if let Some(trunks) = &self.trunks {
-            config.sweep.trunks = trunks.clone();
-            config.decode.trunk = 0;
-        }
-        // Temperatures given on the command line replace both kinds: asking
-        // for `--draft-temps 1.2` means exactly those cells.
-        if self.draft_temps.is_some() || self.draft_temp_pairs.is_some() {
-            config.sweep.draft_temps = self.draft_temps.clone().unwrap_or_default();
-            config.sweep.draft_temp_pairs = self.draft_temp_pairs.clone().unwrap_or_default();
-        }
-        set(&mut config.decode.target_temp, &self.target_temp);
-        set(&mut config.decode.top_p, &self.top_p);
-        set(&mut config.decode.top_k, &self.top_k);
-        set(&mut config.data.datasets, &self.datasets);
-        set(&mut config.data.prompts, &self.prompts);
-        if let Some(path) = &self.dataset_file {
-            config.data.source = DataSource::Local;
-            config.data.path = Some(path.clone());
-        }
-        set(&mut config.decode.max_new_tokens, &self.max_new_tokens);
-        set(&mut config.sweep.seeds, &self.seeds);
-        set(&mut config.models.device, &self.device);
-        set(&mut config.models.target, &self.target);
-        set(&mut config.models.draft, &self.draft);
-        if self.revision.is_some() {
-            config.models.target_revision = self.revision.clone();
-            config.models.draft_revision = self.revision.clone();
-        }
-        if self.target_revision.is_some() {
-            config.models.target_revision = self.target_revision.clone();
-        }
-        if self.draft_revision.is_some() {
-            config.models.draft_revision = self.draft_revision.clone();
-        }
-        if self.draft_quant.is_some() {
-            config.models.draft_quant = self.draft_quant;
-        }
-        if self.max_prompt_tokens.is_some() {
-            config.data.max_prompt_tokens = self.max_prompt_tokens;
-        }
-        if self.sample_seed.is_some() {
-            config.data.sample_seed = self.sample_seed;
-        }
-        if self.dtype.is_some() {
-            config.models.dtype = self.dtype;
-        }
-        if self.threads.is_some() {
-            config.models.threads = self.threads;
-        }
-        set(&mut config.name, &self.name);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,19 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn overrides_replace_fields_and_bad_values_name_the_field() {
-        let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
-        Overrides {
-            draft_temps: Some(vec![1.4]),
-            prompts: Some(1),
-            ..Overrides::default()
-        }
-        .apply(&mut config);
-        assert_eq!(config.sweep.draft_temps, vec![1.4]);
-        assert!(config.sweep.draft_temp_pairs.is_empty());
-        assert_eq!(config.data.prompts, 1);
-        config.decode.top_p = 1.5;
-        assert!(config.validate().unwrap_err().to_string().contains("top_p"));
+    fn a_misspelled_field_is_named() {
         let bad = EMBEDDED_DEFAULT.replace("draft_len", "draft_length");
         assert!(
             Config::from_toml(&bad, "x")
@@ -477,23 +373,5 @@ mod tests {
                 .to_string()
                 .contains("draft_length")
         );
-    }
-
-    #[test]
-    fn per_model_revisions_and_data_fields_have_flags() {
-        let mut config = Config::from_toml(EMBEDDED_DEFAULT, "default").unwrap();
-        Overrides {
-            revision: Some("main".into()),
-            draft_revision: Some("0123abcd".into()),
-            max_prompt_tokens: Some(96),
-            sample_seed: Some(7),
-            ..Overrides::default()
-        }
-        .apply(&mut config);
-        // The per-model flag wins over the shared one for its model only.
-        assert_eq!(config.models.target_revision.as_deref(), Some("main"));
-        assert_eq!(config.models.draft_revision.as_deref(), Some("0123abcd"));
-        assert_eq!(config.data.max_prompt_tokens, Some(96));
-        assert_eq!(config.data.sample_seed, Some(7));
     }
 }

@@ -19,7 +19,9 @@ pub mod prompts;
 pub mod quality_columns;
 pub mod run_dir;
 pub mod runner;
+pub mod settings;
 
-pub use config::{Config, Overrides};
+pub use config::Config;
 pub use options::RunOptions;
 pub use runner::{RunReport, run};
+pub use settings::Overrides;

@@ -12,6 +12,7 @@
 //! programs' generations the same way. docs/exactness.md ("End to end")
 //! says what this catches and what it cannot.
 
+mod estimate;
 pub mod external;
 mod fit;
 mod output;
@@ -145,6 +146,7 @@ fn decode_and_measure(options: &ParityOptions, models: &mut ModelPair) -> Result
         bail!("the dataset {dataset} gave no prompts: use --prompts 1 or more");
     }
     let target = &subjects::scoring(config);
+    estimate::announce(&subjects, models, prompts, dataset, options, target)?;
     let bar = progress(subjects.len() * options.sequences);
     let mut measured = Vec::with_capacity(subjects.len());
     for subject in &subjects {
@@ -182,23 +184,39 @@ fn decode_subject(
     options: &ParityOptions,
     bar: &ProgressBar,
 ) -> Result<Vec<Sequence>> {
-    let seed = options.config.sweep.seeds[0];
-    let dataset_index = Dataset::ALL.iter().position(|&d| d == dataset).unwrap_or(0);
     let mut decode = subject.decode.clone();
     let mut out = Vec::with_capacity(options.sequences);
     for i in 0..options.sequences {
-        let prompt = i % prompts.len();
-        let labels = [DECODE_STREAM, dataset_index as u64, i as u64];
-        let mut rng = SpecRng::derive(seed, &labels);
-        let generation = subject
-            .generate(models, &prompts[prompt], &decode, &mut rng)
-            .map_err(|e| anyhow::anyhow!("{}: sequence {}: {e:#}", subject.label, i + 1))?;
+        let (prompt, generation) =
+            decode_one(subject, models, prompts, dataset, options, &decode, i)?;
         // ERSD's τ* calibrates on the earlier sequences, as in a run.
         decode.rank_calibration = generation.ranks.clone();
         out.push(Sequence::decoded(prompt, &generation));
         bar.inc(1);
     }
     Ok(out)
+}
+
+/// Sequence `i` of a subject: the prompt it continues (`i mod P`) and
+/// what the subject emitted from its stream.
+fn decode_one(
+    subject: &Subject,
+    models: &mut ModelPair,
+    prompts: &[Vec<u32>],
+    dataset: Dataset,
+    options: &ParityOptions,
+    decode: &crate::decode::DecodeConfig,
+    i: usize,
+) -> Result<(usize, crate::decode::Generation)> {
+    let seed = options.config.sweep.seeds[0];
+    let dataset_index = Dataset::ALL.iter().position(|&d| d == dataset).unwrap_or(0);
+    let prompt = i % prompts.len();
+    let labels = [DECODE_STREAM, dataset_index as u64, i as u64];
+    let mut rng = SpecRng::derive(seed, &labels);
+    let generation = subject
+        .generate(models, &prompts[prompt], decode, &mut rng)
+        .map_err(|e| anyhow::anyhow!("{}: sequence {}: {e:#}", subject.label, i + 1))?;
+    Ok((prompt, generation))
 }
 
 /// Scores a subject's sequences prompt by prompt and tests them.

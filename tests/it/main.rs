@@ -9,6 +9,7 @@ mod common;
 
 mod block;
 mod broken;
+mod ci_command;
 mod cli;
 mod compare;
 mod data_local;
@@ -47,6 +48,7 @@ mod round_bound;
 mod run;
 mod run_resume;
 mod sequence;
+mod settings_table;
 mod slurm;
 mod spechub;
 mod threads;

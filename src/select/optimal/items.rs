@@ -15,12 +15,18 @@ pub(super) struct Group {
     pub q: f64,
 }
 
+/// Most items a side may have: the sets' members are `u16` indices.
+const MOST_ITEMS: usize = u16::MAX as usize + 1;
+
 /// The items of one side: every token alone when the sets fit the budget,
 /// else the most items that fit, as contiguous runs of the `p/q`-sorted
 /// tokens holding equal shares of the side's target mass.
 pub(super) fn groups(p: &Dist, q: &Dist, tokens: &[u32], n: usize, budget: usize) -> Vec<Group> {
     let mut items = 0;
-    while items < tokens.len() && set_count(items + 1, n) <= budget {
+    // Sets name their items as u16 indices; a budget that would allow more
+    // items (one draft, a budget above 65,536, a 256k vocabulary) groups
+    // the rest as any binding budget does.
+    while items < tokens.len() && items < MOST_ITEMS && set_count(items + 1, n) <= budget {
         items += 1;
     }
     let single = |x: u32| Group {
@@ -198,4 +204,25 @@ pub(super) fn outer_targets(items: &[Group], n: usize, inner_mass: f64) -> Vec<f
         t_prime[i] = (items[i].p + m[j + 2] - m[j + 1]).max(0.0);
     }
     t.iter().zip(&t_prime).map(|(a, b)| 0.5 * (a + b)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One draft and a budget past 65,536 sets: a 256k-token side still
+    /// gets at most as many items as a set's `u16` members can name, every
+    /// token in exactly one of them.
+    #[test]
+    fn items_stay_nameable_by_u16_at_a_256k_vocabulary() {
+        let v = 70_000;
+        let uniform = Dist::new(vec![1.0 / v as f64; v]).unwrap();
+        let tokens: Vec<u32> = (0..v as u32).collect();
+        let items = groups(&uniform, &uniform, &tokens, 1, 1 << 20);
+        assert_eq!(items.len(), MOST_ITEMS);
+        let covered: usize = items.iter().map(|g| g.tokens.len()).sum();
+        assert_eq!(covered, v);
+        let small = groups(&uniform, &uniform, &tokens[..100], 1, 1 << 20);
+        assert_eq!(small.len(), 100);
+    }
 }
