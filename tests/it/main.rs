@@ -56,3 +56,4 @@ mod tiny_models;
 mod traversal;
 mod trunk;
 mod vectors;
+mod vocab_256k;
