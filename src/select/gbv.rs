@@ -5,8 +5,8 @@
 //! drawn from, the law of the maximum of K i.i.d. draft chains (the
 //! "skewed" draft law q′).
 //!
-//! A reconstruction: only the paper's abstract could be read, so this is
-//! rebuilt from the authors' reference code (`gbv_verify`, `compute_skew`,
+//! A reconstruction: of the paper only its abstract was read, so this is
+//! rebuilt from a copy of the authors' reference code (`gbv_verify`, `compute_skew`,
 //! `bv_verify`), with one change. Their descent takes the first child with
 //! the strictly largest clamped ratio while their CDF breaks ratio ties by
 //! token id; with ties (every token with `p ≥ q` has ratio 1) the chain

@@ -3,7 +3,7 @@
 //! with sequence-level weights, and a rejected subtree hands its mass back to
 //! its parent's residual.
 //!
-//! The paper's code is unpublished; this is a reconstruction (issue 27),
+//! The paper's code is unpublished; this is a reconstruction,
 //! trusted only because its exact round law equals the target's
 //! (`tests/it/traversal.rs`). Every node `u` carries a residual target `R_u`
 //! (first `p(·|u)`), a weight `w_u` (the probability that what is left of
