@@ -4,7 +4,7 @@
 //! target call, lets the scheme pick the emitted tokens, and rolls both
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
-//! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
+//! (K drafts walked depth by depth, `docs/schemes.md#one-round`), [`race`] (ERSD's
 //! shared races over a drafted tree), [`gls`] (K chains, each under its own
 //! race, which the verifier reads too) and [`paths`] (K drafted paths handed
 //! whole to the scheme's path verifier: block verification, Traversal
@@ -53,7 +53,7 @@ pub struct DecodeConfig {
     /// time is measured and excluded from the generation time.
     pub log_nodes: bool,
     /// ERSD's rank law calibration from earlier generations of the same
-    /// cell (`docs/schemes.md` j, "Estimating π"): `τ*` is built from these
+    /// cell (`docs/schemes/ersd.md`, "Estimating π"): `τ*` is built from these
     /// ranks plus the ones this generation observes.
     pub rank_calibration: RankHistogram,
     /// A deliberate fault, for parity's draft-law mutants only
@@ -61,8 +61,7 @@ pub struct DecodeConfig {
     /// laws built with this processing, while the drafts are drawn with
     /// `drafts`. `None` in every real decode.
     pub misread_drafts: Option<Vec<Processing>>,
-    /// Delayed tree expansion (`docs/schemes.md`, "Delayed tree
-    /// expansion"): the first `trunk` tokens of a round are drafted once,
+    /// Delayed tree expansion (`docs/schemes.md#delayed-tree-expansion-a-trunk`): the first `trunk` tokens of a round are drafted once,
     /// on one row from draft 1's law, and the K rows branch after them.
     /// 0 (the default) is ordinary drafting; must be below `draft_len`.
     pub trunk: usize,

@@ -1,4 +1,4 @@
-//! The trivial multi-input baselines of `docs/schemes.md` a: cheap sanity checks
+//! The trivial multi-input baselines of `docs/schemes/single.md`: cheap sanity checks
 //! for any K, identical or not.
 //!
 //! * `nss` ignores the inputs and samples `p`;

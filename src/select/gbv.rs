@@ -1,7 +1,7 @@
 //! GBV, greedy multi-path block verification (Thomas & Pal, arXiv
-//! 2602.16961; `docs/schemes.md` o): of K i.i.d. drafted chains keep the
+//! 2602.16961; `docs/schemes/gbv.md`): of K i.i.d. drafted chains keep the
 //! lexicographically largest under a node-wise order of the tokens, and run
-//! block verification (k) on it against the law that chain was in fact
+//! block verification (`docs/schemes/block.md`) on it against the law that chain was in fact
 //! drawn from, the law of the maximum of K i.i.d. draft chains (the
 //! "skewed" draft law q′).
 //!

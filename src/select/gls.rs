@@ -1,4 +1,4 @@
-//! GLS, Gumbel-max list sampling (Rowan, Phan, Khisti; `docs/schemes.md` q):
+//! GLS, Gumbel-max list sampling (Rowan, Phan, Khisti; `docs/schemes/gls.md`):
 //! K drafts, each a Gumbel-max chain under its **own** exponential noise, and
 //! a target token read from the noise of the drafts still matching.
 //!

@@ -1,4 +1,4 @@
-//! Hu et al.'s greedy drafting and its verifier (`docs/schemes.md` l): the K−1
+//! Hu et al.'s greedy drafting and its verifier (`docs/schemes/greedy.md`): the K−1
 //! most likely draft tokens `D` are always drafted, one more `z ~ q′` is
 //! sampled off `D`. Inputs arrive as `D` (in its order) then `z`.
 

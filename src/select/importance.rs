@@ -1,6 +1,7 @@
-//! The paper's IS scheme (Khisti et al.; `docs/schemes.md` f): the two-step
+//! The paper's IS scheme (Khisti et al.; `docs/schemes/is.md`): the two-step
 //! sampler with pair weights from a truncated LP (alphabet `M`, LP block `s`),
-//! K = 2 directly and K > 2 through a tournament of pair stages (f.4).
+//! K = 2 directly and K > 2 through a tournament of pair stages
+//! (`docs/schemes/is.md#tournament`).
 
 use crate::laws::Dist;
 

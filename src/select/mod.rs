@@ -154,7 +154,7 @@ impl<'a> Drafts<'a> {
 #[serde(rename_all = "snake_case")]
 pub enum RaceTree {
     /// K chains of L tokens: the first K arrivals at the root, then each
-    /// chain's race winner (`docs/schemes.md` j, the K × L multi-draft shape).
+    /// chain's race winner (`docs/schemes/ersd.md`, the K × L multi-draft shape).
     Chains,
     /// The optimal tree `τ*` of K·L nodes for the rank law measured so far
     /// in the generation (Tunstall heap), rebuilt every round; chains until
@@ -171,7 +171,7 @@ pub enum Decoding<'a> {
     /// a tree of the given shape.
     Race(RaceTree),
     /// K drafted chains, each a Gumbel-max sample under its own exponential
-    /// noise, which the verifier reads too (GLS, `docs/schemes.md` q).
+    /// noise, which the verifier reads too (GLS, `docs/schemes/gls.md`).
     Lists,
     /// K drafted paths verified as a whole by the verifier (block
     /// verification, Traversal Verification, …; see [`paths`]).
@@ -297,7 +297,7 @@ pub trait Prepared {
     }
 }
 
-/// The strict acceptance test of `docs/schemes.md` §0.2: accept with probability
+/// The strict acceptance test of `docs/schemes.md#notation-and-numerical-rules` rule 2: accept with probability
 /// `min(1, target/draft)` as `u·draft < target`, never forming the ratio.
 #[inline]
 pub(crate) fn accepts(u: f64, target: f64, draft: f64) -> bool {
@@ -320,7 +320,7 @@ pub(crate) fn acceptance_probability(target: f64, draft: f64) -> f64 {
 ///
 /// A residual has no mass only when the rejection that asked for it had
 /// probability 0, which rounding can fake; then sample `p` itself
-/// (`docs/schemes.md` §0.4).
+/// (`docs/schemes.md#notation-and-numerical-rules` rule 4).
 pub(crate) fn sample_residual(p: &Dist, minus: impl Fn(u32) -> f64, u: f64) -> u32 {
     let support = p.support();
     match sample_with(support.len(), |i| p.get(support[i]) - minus(support[i]), u) {

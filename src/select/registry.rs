@@ -412,7 +412,7 @@ fn describe(entry: &'static Entry) -> SchemeInfo {
 /// Delayed tree expansion is a drafting option of the run, not a scheme:
 /// the table says which schemes take it and how it is asked for.
 const TRUNK_NOTE: &str = "Delayed tree expansion (trunk: yes): `[decode] trunk = d` or `run --trunks 0,1,2` \
-drafts d tokens on one row before the K rows branch (docs/schemes.md §2.2.1).\n";
+drafts d tokens on one row before the K rows branch (docs/schemes.md#delayed-tree-expansion-a-trunk).\n";
 
 /// The `specbench schemes` table.
 pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {

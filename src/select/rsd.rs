@@ -1,5 +1,5 @@
 //! Recursive rejection sampling without replacement (Jeon et al.;
-//! `docs/schemes.md` c). One draft model; K distinct inputs in draw order.
+//! `docs/schemes/rsd.md`). One draft model; K distinct inputs in draw order.
 //!
 //! Input `x_i` was drawn from `s_i`, `q` without `x_1..x_{i−1}` renormalised;
 //! it is tested against `s_i` and the residual updated with `s_i`.

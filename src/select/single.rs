@@ -1,4 +1,4 @@
-//! Single-draft speculative sampling (Leviathan et al.; `docs/schemes.md` a).
+//! Single-draft speculative sampling (Leviathan et al.; `docs/schemes/single.md`).
 //! Every multi-draft scheme reduces to this when one draft remains.
 
 use crate::laws::Dist;

@@ -1,4 +1,4 @@
-//! SpecHub (Sun et al., EMNLP 2024, arXiv 2411.05289; `docs/schemes.md` n), from
+//! SpecHub (Sun et al., EMNLP 2024, arXiv 2411.05289; `docs/schemes/spechub.md`), from
 //! its public code: K = 2 drafts built around the hub token `a = argmax q`
 //! ([`DraftLaw::Hub`]), and a verifier that moves the mass of each pair
 //! type in a fixed order. Its landing probability is greedy drafting's at

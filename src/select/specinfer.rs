@@ -1,5 +1,5 @@
 //! SpecInfer's multi-step sampling = recursive rejection sampling with
-//! replacement (Miao et al.; `docs/schemes.md` b). Any K, identical or not.
+//! replacement (Miao et al.; `docs/schemes/specinfer.md`). Any K, identical or not.
 //!
 //! Residual sequence: `r_1 = p`, `r_{i+1} = norm((r_i − q_i)_+)`, one update
 //! per rejected *input* (duplicates are separate inputs). It does not depend

@@ -1,4 +1,4 @@
-//! SpecTr's K-SEQ (Sun et al.; `docs/schemes.md` d). Identical i.i.d. drafts only.
+//! SpecTr's K-SEQ (Sun et al.; `docs/schemes/spectr.md`). Identical i.i.d. drafts only.
 //!
 //! Each input is accepted w.p. `min(1, p/(ρq))`, stopping at the first
 //! acceptance; with `ρ ≥ ρ*` the general residual below is nonnegative and
@@ -97,7 +97,7 @@ pub fn beta(p: &Dist, q: &Dist, rho: f64) -> f64 {
 }
 
 /// The smallest `ρ ∈ [1, K]` with `f(ρ) = ρβ(ρ) − 1 + (1 − β(ρ))^K ≥ 0`,
-/// rounded up (`docs/schemes.md` d).
+/// rounded up (`docs/schemes/spectr.md`).
 ///
 /// `β` is piecewise linear in `1/ρ` with breakpoints at `p(x)/q(x)`, and `f`
 /// increases with ρ. The bisection needs `f` only inside a bracket around

@@ -1,4 +1,4 @@
-//! The canonical two-step sampler (Theorem 1 of Khisti et al.; `docs/schemes.md` e).
+//! The canonical two-step sampler (Theorem 1 of Khisti et al.; `docs/schemes/is.md#two-step-decomposition`).
 //!
 //! Step 1 picks one input with a selection rule `α`; step 2 runs SD with the
 //! rule's intermediate law `p_I` as the draft. The output is exactly `p` for

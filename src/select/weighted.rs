@@ -1,4 +1,4 @@
-//! Simple weighted importance-sampling rules (`docs/schemes.md` g): two-step
+//! Simple weighted importance-sampling rules (`docs/schemes/is.md#weighted-variants`): two-step
 //! schemes whose pair weights come from a fixed function instead of an LP.
 //! Like `is`, pairs outside the alphabet go to the alphabet token, so the
 //! exact `p_I` costs O(V + M²); K > 2 runs the same tournament.

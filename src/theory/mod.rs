@@ -70,7 +70,7 @@ pub fn exact_outcome(
 
 /// The best landing probability any exact scheme can reach under a draft
 /// law: `P*` for independent drafts; for without-replacement and greedy
-/// drafts the same min-cut over that law's input sets (`docs/schemes.md` h).
+/// drafts the same min-cut over that law's input sets (`docs/schemes/optimal.md`).
 pub fn optimum(p: &Dist, drafts: &Drafts, law: DraftLaw) -> Result<f64, SchemeError> {
     match law {
         DraftLaw::Independent => pstar(p, drafts),

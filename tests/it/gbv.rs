@@ -1,4 +1,4 @@
-//! GBV, greedy multi-path block verification (`docs/schemes.md` §o): the
+//! GBV, greedy multi-path block verification (`docs/schemes/gbv.md`): the
 //! exact round law, continued by the target, is the target's joint law on
 //! random tree-structured rounds (zeros, ratio ties, `p = q`, disjoint
 //! supports) at K = 1, 2, 3 and L = 1..3; at K = 1 it is block

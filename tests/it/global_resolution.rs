@@ -1,5 +1,5 @@
 //! The `optimal` sampler for i.i.d. drafts (Global Resolution, exact mode;
-//! `docs/schemes.md` §i): its selection acceptance reaches `P*` (prefix rule and
+//! `docs/schemes/optimal.md#global-resolution`): its selection acceptance reaches `P*` (prefix rule and
 //! the independent LP oracle) to 1e-9, its exact law is `p` to 1e-12 also
 //! when the set budget forces grouping, and Example B's values.
 
@@ -112,7 +112,7 @@ fn large_supports_never_fail_and_keep_a_consistent_intermediate_law() {
     }
 }
 
-/// Paper mode (`docs/schemes.md` §i, step 5): the enumerated output law of the
+/// Paper mode (`docs/schemes/optimal.md#global-resolution`, step 5): the enumerated output law of the
 /// slice equals its closed form, and `‖out − p‖₁` stays within the achieved
 /// gradients (`docs/exactness.md` §1.1, Global Resolution: outer + inner L1, plus the inner sum the
 /// rejection mass hands to the outer residual) — checked on deliberately

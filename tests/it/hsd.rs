@@ -1,4 +1,4 @@
-//! HSD (`docs/schemes.md` §p): the exact reading's round law is block
+//! HSD (`docs/schemes/hsd.md`): the exact reading's round law is block
 //! verification's and, continued by the target, the target's; the two
 //! published readings are not lossless; the README toy's expected accepted
 //! draft tokens, exactly; the decode engine samples each reading's exact

@@ -174,7 +174,7 @@ fn at_one_token_the_lp_is_one_plus_the_node_optimum() {
 
 /// A file instance with zeros: `p = q` after every prefix (the LP and every
 /// scheme but GBV emit L + 1 tokens; GBV verifies the kept chain against
-/// its skewed law, not `q = p`, and rejects: `docs/schemes.md` §o), and
+/// its skewed law, not `q = p`, and rejects: `docs/schemes/gbv.md`), and
 /// disjoint supports at the root.
 #[test]
 fn file_instances_with_zeros_and_equal_laws() {

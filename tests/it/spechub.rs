@@ -1,4 +1,4 @@
-//! SpecHub (`docs/schemes.md` §n): its pair law drafts the hub and one more
+//! SpecHub (`docs/schemes/spechub.md`): its pair law drafts the hub and one more
 //! token, its node landing equals greedy drafting's at K = 2 (the same set
 //! law, both at that law's optimum), and so does its expected tokens per
 //! round; K > 2 is refused with a one-line error.

@@ -1,4 +1,4 @@
-//! Traversal Verification (`docs/schemes.md` §m): the exact round law equals
+//! Traversal Verification (`docs/schemes/traversal.md`): the exact round law equals
 //! the target's on random tree-structured rounds in every tree mode and
 //! special case; at K = 1 it is block verification's round law and at L = 1
 //! (`mult`) SpecInfer's; the wrong readings are caught; the engine samples

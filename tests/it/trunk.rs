@@ -1,4 +1,4 @@
-//! Delayed tree expansion (`docs/schemes.md`, "Delayed tree expansion"): a
+//! Delayed tree expansion (`docs/schemes.md#delayed-tree-expansion-a-trunk`): a
 //! trunk of d tokens drafted once, then K rows branching. Every scheme that
 //! takes a trunk keeps the target's law over a round when the trunk counts
 //! as one input; handing the scheme the K copies of a trunk token as K

@@ -1,4 +1,4 @@
-//! The full optimal-transport LP (`docs/schemes.md` h), solved by simplex
+//! The full optimal-transport LP (`docs/schemes/optimal.md`), solved by simplex
 //! (microlp): an oracle for `P*` that shares no code with the prefix rule or
 //! the max-flow. Variables `g_{y,x} = Q(x)·β_y(x) ≥ 0` for every input tuple
 //! `x` and token `y`; maximise the mass with `y ∈ set(x)`. Small V only.

@@ -1,4 +1,4 @@
-//! The optimal acceptance `P*` (`docs/schemes.md` h) and a small-V oracle sampler.
+//! The optimal acceptance `P*` (`docs/schemes/optimal.md`) and a small-V oracle sampler.
 //!
 //! `P* = min_S [p(S) + 1 − Pr[set(X) ⊆ S]]`, the min-cut of the transport
 //! problem between `p` and the law of the input *set*. Four evaluations:
@@ -36,7 +36,7 @@ pub struct PStar {
     pub set: Vec<u32>,
 }
 
-/// `P*` for K i.i.d. drafts from `q`, by the sorted prefix (`docs/schemes.md` h):
+/// `P*` for K i.i.d. drafts from `q`, by the sorted prefix (`docs/schemes/optimal.md`):
 /// tokens with `q > 0` in ascending `p/q` (p = 0 first, ties by id); the
 /// best prefix minimises `p(S) + 1 − q(S)^K` because `s ↦ s^K` is convex.
 /// The scan is [`prefix::h_star`], which Global Resolution shares.

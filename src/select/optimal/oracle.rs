@@ -1,4 +1,4 @@
-//! `optimal`: a sampler that attains `P*` (`docs/schemes.md` h, i).
+//! `optimal`: a sampler that attains `P*` (`docs/schemes/optimal.md`, `docs/schemes/optimal.md#global-resolution`).
 //!
 //! * **Identical drafts**: Global Resolution in exact mode ([`super::global`])
 //!   at any support size. Nodes where truncation or the solver leave the

@@ -1,5 +1,5 @@
 //! The multi-stage tournament behind `is` and the weighted IS rules
-//! (`docs/schemes.md` f.4): the incumbent `W` (law `d`) meets `X_m` in a pair
+//! (`docs/schemes/is.md#tournament`): the incumbent `W` (law `d`) meets `X_m` in a pair
 //! stage; the winner's exact law becomes the next `d`. With K = 1 there are
 //! no stages and the rule is "take `X_1`" (`p_I = q_1`), so the two-step
 //! sampler is SD; with K = 2 it is one pair stage.

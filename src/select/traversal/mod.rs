@@ -1,5 +1,5 @@
 //! Traversal Verification (Weng, Hu et al., NeurIPS 2025, arXiv 2505.12398;
-//! `docs/schemes.md` m): the drafted tree is verified from the leaves to the root
+//! `docs/schemes/traversal.md`): the drafted tree is verified from the leaves to the root
 //! with sequence-level weights, and a rejected subtree hands its mass back to
 //! its parent's residual.
 //!
@@ -136,7 +136,7 @@ impl PathVerifier for Traversal {
         true
     }
 
-    /// The lossless rule's wrong readings: its pitfalls (`docs/schemes.md` m).
+    /// The lossless rule's wrong readings: its pitfalls (`docs/schemes/traversal.md`).
     fn wrong_readings(&self) -> Vec<WrongReading> {
         if self.reading != Reading::Lossless {
             return Vec::new();
@@ -145,17 +145,17 @@ impl PathVerifier for Traversal {
             (
                 Reading::ParentWeightBySiblingMass,
                 "parent-weight-by-sibling-mass",
-                "docs/schemes.md m (pitfall: w ← min(s/(1 − S(x)), 1) after a rejection)",
+                "docs/schemes/traversal.md (pitfall: w ← min(s/(1 − S(x)), 1) after a rejection)",
             ),
             (
                 Reading::BonusFromTarget,
                 "bonus-from-target",
-                "docs/schemes.md m (pitfall: the token after an accepted node from p, not R)",
+                "docs/schemes/traversal.md (pitfall: the token after an accepted node from p, not R)",
             ),
             (
                 Reading::WeightKept,
                 "weight-kept",
-                "docs/schemes.md m (pitfall: the weight unchanged after a rejection)",
+                "docs/schemes/traversal.md (pitfall: the weight unchanged after a rejection)",
             ),
         ]
         .into_iter()

@@ -23,8 +23,7 @@ use node_lp::{NodeBound, node_lp};
 pub use readings::ReadingRow;
 
 /// The verifiers `round-bound` lists by default, in order: block
-/// verification, HSD (exact reading), SpecInfer (the walk, `docs/schemes.md`
-/// §2.1), RSD, SpecHub, Traversal Verification in its three tree modes, GBV
+/// verification, HSD (exact reading), SpecInfer (the walk, `docs/schemes.md#one-round`), RSD, SpecHub, Traversal Verification in its three tree modes, GBV
 /// and GLS. A scheme whose exact
 /// round law `decode::exact::round_law` enumerates, and whose drafting is
 /// its `draft_law()` at the root then independent chains, is one more
@@ -44,7 +43,7 @@ pub const SCHEMES: &[&str] = &[
 
 /// How a round's tree is drafted: the K rows' law at their first branching
 /// token, K, and the trunk drafted on one row before they branch (delayed
-/// tree expansion, `docs/schemes.md` §2.2.1; 0: the rows branch at the root).
+/// tree expansion, `docs/schemes.md#delayed-tree-expansion-a-trunk`; 0: the rows branch at the root).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Drafting {
     #[serde(rename = "draft_law")]
