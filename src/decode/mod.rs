@@ -16,10 +16,10 @@
 
 pub mod closed_forms;
 mod draft_law;
+pub mod ersd;
 pub mod exact;
 pub mod gls;
 pub mod paths;
-pub mod race;
 mod round;
 mod target_only;
 pub mod walk;
@@ -29,7 +29,7 @@ use anyhow::{Result, bail};
 use crate::laws::Processing;
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
-use crate::select::race::RankHistogram;
+use crate::select::ersd::RankHistogram;
 use crate::select::{Decoding, Scheme};
 
 pub use closed_forms::TokenAccepts;
@@ -159,7 +159,7 @@ pub fn generate(
     check_trunk(scheme, config)?;
     match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
-        Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
+        Decoding::Race(tree) => ersd::generate(target, draft, prompt, tree, config, rng),
         Decoding::Lists => gls::generate(target, draft, prompt, config, rng),
         Decoding::Paths(verifier) => {
             let verify = |paths: &_, rng: &mut SpecRng| verifier.verify(paths, rng);

@@ -15,7 +15,7 @@ use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts};
 use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
-use crate::select::optimal::pstar;
+use crate::select::blocks::pstar::pstar;
 use crate::select::{Drafts, Scheme, drafts_used};
 
 /// A walk scheme's decoder, and what stays fixed over its rounds.

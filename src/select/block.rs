@@ -24,6 +24,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::BROWN, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["block"],
     build: |_| Ok(Box::new(Block)),
 };
 

@@ -40,6 +40,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::PEAR, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["gbv"],
     build: |_| Ok(Box::new(Gbv::default())),
 };
 

@@ -5,7 +5,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, GreedyDraft};
+use super::blocks::draft::{DraftLaw, GreedyDraft};
 use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law, fail, require_identical, sample_residual,
 };
@@ -21,6 +21,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::SAND, Marker::Diamond),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |_| Ok(Box::new(Greedy)),
 };
 

@@ -37,6 +37,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::PINK, Marker::Diamond),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["hsd"],
     build: |_| Ok(Box::new(Hsd::default())),
 };
 

@@ -12,39 +12,39 @@
 //! * [`Prepared::acceptance`] is the closed-form landing probability where
 //!   one exists.
 
-// What the schemes are built from.
-pub mod draft;
-pub mod flow;
-pub mod id_filter;
-pub mod lazy;
+// What the schemes are built from (blocks/), how figures draw them, the
+// path verifiers' trait and the registry.
+pub mod blocks;
 pub mod look;
-pub mod pair;
 pub mod paths;
 #[macro_use]
 pub mod registry;
-pub mod tournament;
-pub mod two_step;
 
 // The schemes: each module with the registry entries it defines, in the
 // order tables and `specbench schemes` list them. A new scheme is its file
 // plus one line here (`docs/extending.md`).
 schemes! {
     single: ENTRY;
-    baselines: NSS, SD_FIRST;
+    nss: ENTRY;
+    sd_first: ENTRY;
     specinfer: ENTRY;
     rsd: ENTRY;
     spectr: ENTRY;
-    importance: ENTRY;
+    is: ENTRY;
     greedy: ENTRY;
-    optimal: oracle::ENTRY;
-    race: ENTRY;
+    optimal: ENTRY;
+    ersd: ENTRY;
     gls: ENTRY;
     block: ENTRY;
     hsd: ENTRY;
     traversal: ENTRY;
     gbv: ENTRY;
     spechub: ENTRY;
-    weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
+    is_ratio: ENTRY;
+    is_target: ENTRY;
+    is_uniform: ENTRY;
+    is_first: ENTRY;
+    is_priority: ENTRY;
 }
 
 use std::fmt;
@@ -52,7 +52,7 @@ use std::fmt;
 use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
-pub use draft::{DraftLaw, InputSampler};
+pub use blocks::draft::{DraftLaw, InputSampler};
 pub use paths::PathVerifier;
 pub use registry::{Entry, SchemeInfo, SchemeSpec, build, build_list, catalogue};
 
@@ -415,7 +415,7 @@ mod toy_first;
 mod example_tests {
     use super::registry::{Entry, entry};
     use super::{SCHEMES, toy_first};
-    use crate::verify::{VerifyOptions, check_scheme};
+    use crate::exactness::{VerifyOptions, check_scheme};
 
     /// What `toy_first: ENTRY;` in `schemes!` would ask of the example:
     /// a name and a look no scheme has, a build at its defaults, and the

@@ -46,6 +46,10 @@ pub struct Entry {
     pub variant_looks: &'static [(&'static str, Look)],
     /// Whether `bench select` times it when no list is given.
     pub in_bench_defaults: bool,
+    /// The labels `theory round-bound` lists when no `--schemes` is given:
+    /// the scheme at its defaults and at any other setting it is compared
+    /// at (`traversal:tree=merged`); empty where it is not listed.
+    pub in_round_bound: &'static [&'static str],
     /// Builds the scheme from checked arguments ([`Args`] only holds keys
     /// that are in `params`).
     pub build: fn(&Args) -> Result<Box<dyn Scheme>, SchemeError>,

@@ -7,7 +7,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, remaining_mass, support_mass};
+use super::blocks::draft::{DraftLaw, remaining_mass, support_mass};
 use super::specinfer::{
     add_aligned_law, aligned_get, sample_aligned, support_values, update_residual,
 };
@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::INDIGO, Marker::Cross),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["rsd"],
     build: |_| Ok(Box::new(Rsd)),
 };
 

@@ -19,6 +19,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::GREY, Marker::Circle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |_| Ok(Box::new(Single)),
 };
 

@@ -8,7 +8,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, GreedyDraft};
+use super::blocks::draft::{DraftLaw, GreedyDraft};
 use super::greedy::Greedy;
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::DARK_GREEN, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["spechub"],
     build: |_| Ok(Box::new(SpecHub)),
 };
 

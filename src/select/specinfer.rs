@@ -22,6 +22,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::ORANGE, Marker::Circle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["specinfer"],
     build: |_| Ok(Box::new(SpecInfer)),
 };
 

@@ -32,6 +32,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::SKY, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |args| Ok(Box::new(SpecTr { rho: args.real("rho")? })),
 };
 
@@ -323,7 +324,7 @@ impl Prepared for SpecTrNode<'_> {
 mod tests {
     use super::*;
     use crate::rng::SpecRng;
-    use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
 
     /// The full-sort computation that `rho_star` replaces, kept as the reference.
     fn rho_star_by_full_sort(p: &Dist, q: &Dist, k: usize) -> f64 {

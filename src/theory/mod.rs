@@ -7,7 +7,7 @@ pub mod figure2;
 pub mod round_bound;
 
 use crate::laws::Dist;
-use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};
+use crate::select::blocks::pstar::{SetMasses, pstar, pstar_flow, tuple_count};
 use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, distinct, too_large};
 
 /// Most `tuples × V` work an exact enumeration will do.

@@ -221,7 +221,11 @@ fn anchors(page: &Path) -> Vec<String> {
 /// `base`) names a file that exists and, where given, a heading in it.
 fn resolves(base: &Path, target: &str, own: &Path) -> Result<(), String> {
     let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
-    let path = if file.is_empty() { own.to_path_buf() } else { base.join(file) };
+    let path = if file.is_empty() {
+        own.to_path_buf()
+    } else {
+        base.join(file)
+    };
     if !path.exists() {
         return Err(format!("{target}: no such file"));
     }
@@ -268,8 +272,15 @@ fn every_link_and_anchor_the_docs_give_exists() {
             }
         }
     }
-    assert!(checked > 100, "only {checked} links found: is the scan broken?");
-    assert!(broken.is_empty(), "links that lead nowhere:\n{}", broken.join("\n"));
+    assert!(
+        checked > 100,
+        "only {checked} links found: is the scan broken?"
+    );
+    assert!(
+        broken.is_empty(),
+        "links that lead nowhere:\n{}",
+        broken.join("\n")
+    );
 }
 
 /// The files a citation can sit in: the source, the tests, the configs.
@@ -291,7 +302,11 @@ fn citing_files(root: &Path) -> Vec<std::path::PathBuf> {
 fn docs_citations(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (at, _) in text.match_indices("docs/") {
-        if text[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '/') {
+        if text[..at]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '/')
+        {
             continue;
         }
         let rest = &text[at..];
@@ -320,8 +335,15 @@ fn every_page_and_section_the_source_cites_exists() {
             }
         }
     }
-    assert!(checked > 100, "only {checked} citations found: is the scan broken?");
-    assert!(broken.is_empty(), "citations that lead nowhere:\n{}", broken.join("\n"));
+    assert!(
+        checked > 100,
+        "only {checked} citations found: is the scan broken?"
+    );
+    assert!(
+        broken.is_empty(),
+        "citations that lead nowhere:\n{}",
+        broken.join("\n")
+    );
 }
 
 /// A scheme cited by a section letter (the section sign, or the index page
@@ -360,7 +382,11 @@ fn schemes_are_cited_by_page_not_by_letter() {
         }
     }
     let probe = format!("see {}k and docs/schemes{}` k)", '§', ".md");
-    assert_eq!(letter_citations(&probe).len(), 2, "the letter scan is broken");
+    assert_eq!(
+        letter_citations(&probe).len(),
+        2,
+        "the letter scan is broken"
+    );
     assert!(
         found.is_empty(),
         "cite the scheme's page (docs/schemes/<id>.md) instead:\n{}",
@@ -374,7 +400,12 @@ fn index_rows(root: &Path) -> Vec<(Vec<String>, String)> {
     let mut rows = Vec::new();
     for line in text.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
-        let ids = cells[0].split('`').skip(1).step_by(2).map(String::from).collect();
+        let ids = cells[0]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect();
         let last = cells.last().unwrap();
         if let Some(at) = last.find("](schemes/") {
             let page = &last[at + 2..];
@@ -394,7 +425,10 @@ fn every_scheme_has_its_page_named_by_its_id() {
         let Some((_, page)) = row else {
             panic!("docs/schemes.md: the index has no row for `{id}`");
         };
-        assert!(root.join("docs").join(page).exists(), "`{id}`: {page} does not exist");
+        assert!(
+            root.join("docs").join(page).exists(),
+            "`{id}`: {page} does not exist"
+        );
     }
     for page in markdown_in(&root.join("docs/schemes")) {
         let stem = page.file_stem().unwrap().to_str().unwrap().to_string();

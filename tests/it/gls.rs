@@ -7,15 +7,15 @@
 
 use std::collections::BTreeMap;
 
+use specbench::decode::ersd::race_autoregressive;
 use specbench::decode::exact::target_law;
-use specbench::decode::race::race_autoregressive;
 use specbench::decode::{DecodeConfig, generate};
+use specbench::exactness::gtest::g_test;
 use specbench::laws::{Dist, Processing};
 use specbench::model::{ContextLogits, HistoryLm, ModelInfo, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::build;
 use specbench::select::gls::Lists;
-use specbench::verify::gtest::g_test;
 
 const PROMPT: [u32; 2] = [1, 0];
 const TARGET_ID: u64 = 11;

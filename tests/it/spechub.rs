@@ -4,14 +4,14 @@
 //! round; K > 2 is refused with a one-line error.
 
 use specbench::decode::exact::{RoundModels, StringLaw, round_law};
+use specbench::exactness::instances::{Special, TreeInstance, small_instance};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
+use specbench::select::blocks::pstar::SetMasses;
 use specbench::select::greedy::Greedy;
-use specbench::select::optimal::SetMasses;
 use specbench::select::spechub::SpecHub;
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::{exact_outcome, optimum};
-use specbench::verify::instances::{Special, TreeInstance, small_instance};
 
 #[test]
 fn the_pair_is_the_hub_and_one_more_in_draw_order() {

@@ -8,12 +8,12 @@ use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     StringLaw, extend_with_target, paths_round_law, round_law, target_law,
 };
+use specbench::exactness::instances::{Special, TreeInstance};
 use specbench::select::block::Block;
 use specbench::select::paths::PathVerifier;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::traversal::{Traversal, TreeMode};
 use specbench::select::{Scheme, build};
-use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const MODES: [TreeMode; 3] = [TreeMode::Mult, TreeMode::Merged, TreeMode::Distinct];

@@ -29,7 +29,7 @@ use crate::laws::Dist;
 
 use super::items::{Group, family, groups, outer_targets};
 use super::luce::{LuceProgram, SolveReport};
-use super::prefix::h_star;
+use crate::select::blocks::pstar::prefix::h_star;
 
 /// Solver settings of the `optimal` scheme.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::DraftLaw;
+use super::blocks::draft::DraftLaw;
 use super::look::{Look, Marker, palette};
 use super::paths::{Ending as PathEnding, Kept, PathVerifier, Paths, WrongReading};
 use super::registry::{Entry, Param, ParamKind};
@@ -51,6 +51,7 @@ pub const ENTRY: Entry = Entry {
         ),
     ],
     in_bench_defaults: false,
+    in_round_bound: &["traversal", "traversal:tree=merged", "traversal:tree=distinct"],
     build: |args| {
         let tree = match args.choice("tree")? {
             "merged" => TreeMode::Merged,

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::super::draft::{remaining_mass, support_mass};
+use super::super::blocks::draft::{remaining_mass, support_mass};
 use super::super::paths::Paths;
 use super::super::specinfer::{aligned_get, sample_aligned, support_values};
 use super::TreeMode;

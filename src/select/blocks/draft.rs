@@ -7,8 +7,8 @@ use std::cmp::Ordering;
 use crate::laws::{CdfSampler, Dist, sample_with};
 use crate::rng::SpecRng;
 
-use super::Drafts;
 use super::id_filter::IdFilter;
+use crate::select::Drafts;
 
 /// The joint law of the inputs a scheme expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -5,14 +5,14 @@
 
 use crate::laws::Dist;
 
-use super::pair::{InnerRule, PairConfig};
-use super::tournament::Tournament;
-use super::two_step::TwoStep;
+use super::blocks::pair::{InnerRule, PairConfig};
+use super::blocks::tournament::Tournament;
+use super::blocks::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, fail};
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
 
-/// `m`, the alphabet of the LP and of the weighted rules (`weighted.rs`).
+/// `m`, the alphabet of the LP and of the weighted rules (`blocks/weighted.rs`).
 pub const ALPHABET_PARAM: Param = Param {
     name: "m",
     kind: ParamKind::Whole {
@@ -41,6 +41,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::VERMILLION, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |args| {
         Ok(Box::new(ImportanceSampling::new(
             args.whole("m")?,

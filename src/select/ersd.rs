@@ -31,6 +31,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::ROSE, Marker::Square),
     variant_looks: &[("ersd:tree=optimal", Look::new(palette::WINE, Marker::Triangle))],
     in_bench_defaults: false,
+    in_round_bound: &[],
     build: |args| {
         let tree = match args.choice("tree")? {
             "optimal" => RaceTree::Optimal,
@@ -389,7 +390,7 @@ impl RankHistogram {
 
 /// ERSD as a registered scheme. Its randomness is shared with the drafter,
 /// so it has no per-node rule on fresh coins: the decode engine runs it as a
-/// race ([`crate::decode::race`]) and `verify` checks it with the race tests
+/// race ([`crate::decode::ersd`]) and `verify` checks it with the race tests
 /// of `docs/exactness.md` §1.1.
 #[derive(Clone, Copy, Debug)]
 pub struct Ersd {

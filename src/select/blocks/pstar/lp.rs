@@ -7,7 +7,7 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
 use crate::laws::Dist;
 
-use super::super::{SchemeError, fail, too_large};
+use crate::select::{SchemeError, fail, too_large};
 
 /// Most variables the oracle will build.
 pub const VARIABLE_LIMIT: usize = 50_000;

@@ -29,9 +29,9 @@ use std::sync::Arc;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::Drafts;
 use super::pair::{PairConfig, PairRule, gather, union};
 use super::two_step::{SelectionRule, add_weight};
+use crate::select::Drafts;
 
 mod iid;
 
@@ -159,8 +159,8 @@ impl SelectionRule for Tournament<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::pair::InnerRule;
-    use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::select::blocks::pair::InnerRule;
 
     fn configs() -> [PairConfig; 3] {
         let config = |alphabet, inner, rule| PairConfig {

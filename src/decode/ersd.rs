@@ -31,7 +31,7 @@ use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::RaceTree;
-use crate::select::race::{
+use crate::select::ersd::{
     Race, RankHistogram, Tree, first_arrivals, multi_draft_tree, optimal_tree, race_winner, rank_of,
 };
 

@@ -8,7 +8,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::{Prepared, acceptance_probability, accepts, add_residual_law, sample_residual};
+use crate::select::{Prepared, acceptance_probability, accepts, add_residual_law, sample_residual};
 
 /// A selection rule `α`: a law over each input tuple's own tokens.
 pub trait SelectionRule {

@@ -78,7 +78,7 @@ fn best_prefix(zero: &[ZeroEntry], live: &[LiveEntry], n: usize) -> (usize, f64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::optimal::ratio_sort::by_ratio;
+    use crate::select::blocks::pstar::ratio_sort::by_ratio;
 
     /// One comparison sort over the full support, the reference for
     /// `ratio_order`'s split and radix passes.
@@ -107,8 +107,8 @@ mod tests {
 
     #[test]
     fn h_star_is_bit_identical_to_the_full_sort() {
+        use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
         use crate::rng::SpecRng;
-        use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
         let mut rng = SpecRng::new(7);
         let mut checked = 0;
         for i in 0..400 {
