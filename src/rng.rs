@@ -1,7 +1,7 @@
 //! The one source of randomness: a seeded, reproducible stream of 53-bit uniforms.
 //!
 //! Every coin a scheme flips comes from `SpecRng::uniform`, built exactly as
-//! `docs/schemes.md` §0 prescribes: `u = (bits >> 11) · 2^-53`, so `u ∈ [0, 1)` and
+//! `docs/schemes.md#notation-and-numerical-rules` prescribes: `u = (bits >> 11) · 2^-53`, so `u ∈ [0, 1)` and
 //! the strict acceptance tests `u·b < a` never accept when `a = 0`.
 //! ChaCha12 is used because its output for a given seed is fixed by the
 //! algorithm, not by a crate version, so a seed in a manifest reproduces a run.

@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
 
+use crate::exactness::instances::{Instance, realistic_instance};
 use crate::rng::SpecRng;
-use crate::select::optimal::pstar_iid_value;
+use crate::select::blocks::pstar::pstar_iid_value;
 use crate::select::{Scheme, SchemeError, build_list, drafts_for};
-use crate::verify::instances::{Instance, realistic_instance};
 use truncation::Truncation;
 
 #[derive(Clone, Debug)]

@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use super::median;
 use super::truncation::Truncation;
+use crate::exactness::instances::{Instance, realistic_instance};
 use crate::rng::SpecRng;
+use crate::select::ersd::{Race, first_arrivals, race_winner};
 use crate::select::optimal::Optimal;
 use crate::select::optimal::global::{GlobalResolution, GrSettings};
 use crate::select::optimal::window::WindowRule;
-use crate::select::race::{Race, first_arrivals, race_winner};
 use crate::select::{DraftLaw, Drafts, Scheme};
-use crate::verify::instances::{Instance, realistic_instance};
 
 #[derive(Clone, Debug)]
 pub struct OptimalBenchOptions {

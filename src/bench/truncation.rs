@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::verify::instances::Realism;
+use crate::exactness::instances::Realism;
 
 /// A truncation of both models (target and drafts alike).
 #[derive(Clone, Copy, Debug, PartialEq)]

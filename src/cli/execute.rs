@@ -9,6 +9,7 @@ use crate::bench::round::{RoundBenchOptions, bench_round};
 use crate::bench::truncation::Truncation;
 use crate::bench::{BenchOptions, bench_select};
 use crate::data::{PromptSource, Selection, show_prompts};
+use crate::exactness::{VerifyOptions, verify};
 use crate::experiment::merge::merge;
 use crate::inspect::{InspectInput, InspectRequest, next_token, next_token_table};
 use crate::report::compare::{CompareOptions, Metric, compare_paths, render_text};
@@ -18,7 +19,6 @@ use crate::select::{catalogue, registry};
 use crate::theory::accept::{AcceptRequest, accept, parse_probabilities};
 use crate::theory::figure2::figure2;
 use crate::theory::round_bound::{Instance, InstanceFile, round_bound_with_trunk};
-use crate::verify::{VerifyOptions, verify};
 
 use super::output::{line, print_result};
 use super::run::{bench_parity, fetch_config, parity_check, run_experiment};

@@ -352,8 +352,8 @@ pub struct RoundBoundArgs {
     /// Read the instance from this JSON file instead ({"vocab", "drafts", "length", "p": {"": [...], "0": [...], "0,1": [...]}, "q": {...}}).
     #[arg(long, conflicts_with_all = ["vocab", "k", "length", "seed"])]
     pub instance: Option<PathBuf>,
-    /// Comma-separated sequence-level schemes (default: every scheme of
-    /// `theory::round_bound::SCHEMES`).
+    /// Comma-separated sequence-level schemes (default: the labels each
+    /// registry entry lists in `in_round_bound`).
     #[arg(long)]
     pub schemes: Option<String>,
     /// Draft this many tokens on one row before the K chains branch

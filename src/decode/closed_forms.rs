@@ -75,7 +75,7 @@ mod tests {
                     specinfer
                 }
             );
-            let pstar = crate::select::optimal::pstar(&p, &drafts).unwrap();
+            let pstar = crate::select::blocks::pstar::pstar(&p, &drafts).unwrap();
             for value in [is, spectr, specinfer] {
                 assert!(value.unwrap() <= pstar + 1e-12, "K = {k}");
             }

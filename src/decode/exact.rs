@@ -1,6 +1,6 @@
 //! The exact law of one round's emitted string (`docs/exactness.md` §1.2),
 //! enumerated over every draft sequence and every scheme outcome for tiny
-//! models. It follows `docs/schemes.md` §2.1 literally and independently of
+//! models. It follows `docs/schemes.md#one-round` literally and independently of
 //! [`super::generate`], so that the two can be checked against each other
 //! and against autoregressive sampling from the target.
 
@@ -67,7 +67,7 @@ pub fn round_law(
 
 /// [`round_law`] with delayed tree expansion: the first `trunk` tokens
 /// drafted once from draft 1's law, the rows branching after them
-/// (`docs/schemes.md`, "Delayed tree expansion"). The walk hands the
+/// (`docs/schemes.md#delayed-tree-expansion-a-trunk`). The walk hands the
 /// scheme one draft at trunk depths.
 pub fn round_law_with_trunk(
     models: &RoundModels,
@@ -422,7 +422,7 @@ pub fn drafted_rows_with_trunk(
     sets
 }
 
-/// The round law of GLS (`docs/schemes.md` q): at each depth the drafts
+/// The round law of GLS (`docs/schemes/gls.md`): at each depth the drafts
 /// still matching share the emitted prefix and their noise there is fresh,
 /// so the node's exact law ([`node_law`]) over their draft laws gives the
 /// emitted token and the drafts that drew it; the round ends where none

@@ -1,4 +1,4 @@
-//! GLS rounds (`docs/schemes.md` q): K chains of L tokens, each token the
+//! GLS rounds (`docs/schemes/gls.md`): K chains of L tokens, each token the
 //! winner of its own chain's race ([`Lists::race`]) at its absolute output
 //! position, one batched draft call per position; one target call scores
 //! the K rows; then at each depth the target's token is the winner over the

@@ -4,7 +4,7 @@
 //! target call, lets the scheme pick the emitted tokens, and rolls both
 //! caches back to the accepted prefix, keeping the draft row that survived.
 //! How a scheme drafts and picks ([`Decoding`]) has one file each: [`walk`]
-//! (K drafts walked depth by depth, `docs/schemes.md` §2.1), [`race`] (ERSD's
+//! (K drafts walked depth by depth, `docs/schemes.md#one-round`), [`race`] (ERSD's
 //! shared races over a drafted tree), [`gls`] (K chains, each under its own
 //! race, which the verifier reads too) and [`paths`] (K drafted paths handed
 //! whole to the scheme's path verifier: block verification, Traversal
@@ -16,10 +16,10 @@
 
 pub mod closed_forms;
 mod draft_law;
+pub mod ersd;
 pub mod exact;
 pub mod gls;
 pub mod paths;
-pub mod race;
 mod round;
 mod target_only;
 pub mod walk;
@@ -29,7 +29,7 @@ use anyhow::{Result, bail};
 use crate::laws::Processing;
 use crate::model::CausalLm;
 use crate::rng::SpecRng;
-use crate::select::race::RankHistogram;
+use crate::select::ersd::RankHistogram;
 use crate::select::{Decoding, Scheme};
 
 pub use closed_forms::TokenAccepts;
@@ -53,7 +53,7 @@ pub struct DecodeConfig {
     /// time is measured and excluded from the generation time.
     pub log_nodes: bool,
     /// ERSD's rank law calibration from earlier generations of the same
-    /// cell (`docs/schemes.md` j, "Estimating π"): `τ*` is built from these
+    /// cell (`docs/schemes/ersd.md`, "Estimating π"): `τ*` is built from these
     /// ranks plus the ones this generation observes.
     pub rank_calibration: RankHistogram,
     /// A deliberate fault, for parity's draft-law mutants only
@@ -61,8 +61,7 @@ pub struct DecodeConfig {
     /// laws built with this processing, while the drafts are drawn with
     /// `drafts`. `None` in every real decode.
     pub misread_drafts: Option<Vec<Processing>>,
-    /// Delayed tree expansion (`docs/schemes.md`, "Delayed tree
-    /// expansion"): the first `trunk` tokens of a round are drafted once,
+    /// Delayed tree expansion (`docs/schemes.md#delayed-tree-expansion-a-trunk`): the first `trunk` tokens of a round are drafted once,
     /// on one row from draft 1's law, and the K rows branch after them.
     /// 0 (the default) is ordinary drafting; must be below `draft_len`.
     pub trunk: usize,
@@ -160,7 +159,7 @@ pub fn generate(
     check_trunk(scheme, config)?;
     match decoding {
         Decoding::Walk => walk::Walker::new(scheme, config).generate(target, draft, prompt, rng),
-        Decoding::Race(tree) => race::generate(target, draft, prompt, tree, config, rng),
+        Decoding::Race(tree) => ersd::generate(target, draft, prompt, tree, config, rng),
         Decoding::Lists => gls::generate(target, draft, prompt, config, rng),
         Decoding::Paths(verifier) => {
             let verify = |paths: &_, rng: &mut SpecRng| verifier.verify(paths, rng);

@@ -1,4 +1,4 @@
-//! Path rounds (`docs/schemes.md` k, m): K rows of L tokens drafted as the
+//! Path rounds (`docs/schemes/block.md`, `docs/schemes/traversal.md`): K rows of L tokens drafted as the
 //! walk drafts them (the scheme's draft law for the first tokens, then each
 //! row on its own), one target call over every row, then the scheme's
 //! [`PathVerifier`] keeps one drafted prefix and the token after it.

@@ -1,4 +1,4 @@
-//! Walk rounds (`docs/schemes.md` §2.1): the draft model drafts K sequences of
+//! Walk rounds (`docs/schemes.md#one-round`): the draft model drafts K sequences of
 //! L tokens in one batch per position, the target scores all K in one
 //! call, and the selection scheme runs depth by depth on the drafts still
 //! valid, moving on while its output equals one of their tokens.
@@ -15,7 +15,7 @@ use super::{DecodeConfig, Generation, NodeRecord, TokenAccepts};
 use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
-use crate::select::optimal::pstar;
+use crate::select::blocks::pstar::pstar;
 use crate::select::{Drafts, Scheme, drafts_used};
 
 /// A walk scheme's decoder, and what stays fixed over its rounds.

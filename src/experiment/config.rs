@@ -100,8 +100,7 @@ pub struct Decode {
     #[serde(default)]
     pub top_k: usize,
     /// Delayed tree expansion: the first `trunk` tokens of a round drafted
-    /// once, the K rows branching after them (`docs/schemes.md`, "Delayed
-    /// tree expansion"); 0, ordinary drafting. `sweep.trunks` sweeps it.
+    /// once, the K rows branching after them (`docs/schemes.md#delayed-tree-expansion-a-trunk`); 0, ordinary drafting. `sweep.trunks` sweeps it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trunk: usize,
 }

@@ -185,8 +185,7 @@ impl CellRow {
     }
 
     /// The scheme as written on the command line (`is:m=40:s=5`), with
-    /// its drafts' trunk when they have one (`specinfer:trunk=2`, docs/schemes.md
-    /// §2.2.1), so that every table and figure keeps cells of different
+    /// its drafts' trunk when they have one (`specinfer:trunk=2`, `docs/schemes.md#delayed-tree-expansion-a-trunk`), so that every table and figure keeps cells of different
     /// drafting apart.
     pub fn scheme_label(&self) -> String {
         let scheme = self.verifier_label();

@@ -1,7 +1,7 @@
 //! Probability vectors over a vocabulary: logits → f64 probabilities
 //! (temperature, softmax, top-k, top-p), total variation, categorical sampling.
 //!
-//! Numerical rules are those of `docs/schemes.md` §0: f64 everywhere, truncated
+//! Numerical rules are those of `docs/schemes.md#notation-and-numerical-rules`: f64 everywhere, truncated
 //! tokens are exactly `0.0`, sampling never returns a zero-weight token.
 
 use std::fmt;
@@ -242,7 +242,7 @@ pub fn total_variation(p: &Dist, q: &Dist) -> f64 {
         .sum()
 }
 
-/// Categorical sampling from unnormalised weights `w(0..n)` (`docs/schemes.md` §0.3).
+/// Categorical sampling from unnormalised weights `w(0..n)` (`docs/schemes.md#notation-and-numerical-rules` rule 3).
 ///
 /// `t = u · Σw`; returns the first index whose running sum exceeds `t`,
 /// skipping zero weights; if rounding leaves `t` at or above the final sum,

@@ -13,8 +13,7 @@
 //! Precision: [`exp_nonpositive`] is within 1 ulp of libm's `exp` and equal
 //! to it on ~98.5 % of inputs (glibc's, measured by the tests' sweep), and
 //! the total is summed in lanes rather than in id order, so the weights and
-//! sums may differ from the scalar loop's in the last bit (docs/schemes.md,
-//! "Processing").
+//! sums may differ from the scalar loop's in the last bit (`docs/schemes.md#logit-processing`).
 
 use rayon::prelude::*;
 

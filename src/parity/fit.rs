@@ -8,8 +8,8 @@ use statrs::distribution::{ChiSquared, ContinuousCDF};
 use super::score::{Scored, TokenScore};
 use super::stats::{Fit, ad_uniform, ks_uniform, randomized_pit};
 use crate::decode::Generation;
+use crate::exactness::gtest::g_test;
 use crate::rng::SpecRng;
-use crate::verify::gtest::g_test;
 
 /// Labels the PIT's own uniforms, apart from every decoding stream.
 const PIT_STREAM: u64 = 0x0050_4954; // "PIT"

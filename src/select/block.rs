@@ -1,4 +1,4 @@
-//! Block verification (Sun et al.; `docs/schemes.md` k) for one draft chain.
+//! Block verification (Sun et al.; `docs/schemes/block.md`) for one draft chain.
 //!
 //! It is a path verifier ([`super::paths`]): the decode engine runs it over
 //! the whole chain. At a single node (γ = 1) it *is* SD, so
@@ -24,6 +24,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::BROWN, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["block"],
     build: |_| Ok(Box::new(Block)),
 };
 
@@ -72,7 +73,7 @@ impl PathVerifier for Block {
             (
                 BlockRule::TokenWiseResidual,
                 "token-wise-residual",
-                "docs/schemes.md k (pitfall: p instead of w_τ·p in the residual)",
+                "docs/schemes/block.md (pitfall: p instead of w_τ·p in the residual)",
             ),
             (
                 BlockRule::Shipped7807,
@@ -151,7 +152,7 @@ impl<'a> BlockVerifier<'a> {
     /// The rule over row `row` of `paths` with draft laws `q` (one per
     /// drafted token) in place of the row's own: a verifier that selects
     /// a row runs block verification on it against the law the selected
-    /// row was in fact drawn from (GBV, `docs/schemes.md` o).
+    /// row was in fact drawn from (GBV, `docs/schemes/gbv.md`).
     pub fn along(paths: &'a Paths, row: usize, q: &'a [Rc<Dist>]) -> Self {
         Self {
             p: paths.target[row].iter().map(|p| p.as_ref()).collect(),

@@ -1,12 +1,12 @@
 //! GBV, greedy multi-path block verification (Thomas & Pal, arXiv
-//! 2602.16961; `docs/schemes.md` o): of K i.i.d. drafted chains keep the
+//! 2602.16961; `docs/schemes/gbv.md`): of K i.i.d. drafted chains keep the
 //! lexicographically largest under a node-wise order of the tokens, and run
-//! block verification (k) on it against the law that chain was in fact
+//! block verification (`docs/schemes/block.md`) on it against the law that chain was in fact
 //! drawn from, the law of the maximum of K i.i.d. draft chains (the
 //! "skewed" draft law q′).
 //!
-//! A reconstruction: only the paper's abstract could be read, so this is
-//! rebuilt from the authors' reference code (`gbv_verify`, `compute_skew`,
+//! A reconstruction: of the paper only its abstract was read, so this is
+//! rebuilt from a copy of the authors' reference code (`gbv_verify`, `compute_skew`,
 //! `bv_verify`), with one change. Their descent takes the first child with
 //! the strictly largest clamped ratio while their CDF breaks ratio ties by
 //! token id; with ties (every token with `p ≥ q` has ratio 1) the chain
@@ -40,6 +40,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::PEAR, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["gbv"],
     build: |_| Ok(Box::new(Gbv::default())),
 };
 

@@ -1,4 +1,4 @@
-//! GLS, Gumbel-max list sampling (Rowan, Phan, Khisti; `docs/schemes.md` q):
+//! GLS, Gumbel-max list sampling (Rowan, Phan, Khisti; `docs/schemes/gls.md`):
 //! K drafts, each a Gumbel-max chain under its **own** exponential noise, and
 //! a target token read from the noise of the drafts still matching.
 //!
@@ -25,7 +25,7 @@ use crate::laws::Dist;
 use crate::rng::splitmix64;
 
 use super::look::{Look, Marker, palette};
-use super::race::Race;
+use super::ersd::Race;
 use super::registry::Entry;
 use super::{Decoding, Drafts, Prepared, Scheme, SchemeError, fail};
 
@@ -38,13 +38,14 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::NAVY, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["gls"],
     build: |_| Ok(Box::new(Gls)),
 };
 
 /// GLS as a registered scheme. Its randomness is shared with the drafter,
 /// so it has no node rule on fresh coins: the decode engine runs it
 /// ([`crate::decode::gls`]) and `verify` checks it against its exact node
-/// and round laws ([`law`], `crate::verify::lists`).
+/// and round laws ([`law`], `crate::exactness::gls`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Gls;
 
@@ -135,7 +136,7 @@ fn winner(race: &Race, position: u64, mu: &Dist) -> (f64, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::race::race_winner;
+    use crate::select::ersd::race_winner;
 
     fn dist(v: &[f64]) -> Dist {
         Dist::new(v.to_vec()).unwrap()

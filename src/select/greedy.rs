@@ -1,11 +1,11 @@
-//! Hu et al.'s greedy drafting and its verifier (`docs/schemes.md` l): the K−1
+//! Hu et al.'s greedy drafting and its verifier (`docs/schemes/greedy.md`): the K−1
 //! most likely draft tokens `D` are always drafted, one more `z ~ q′` is
 //! sampled off `D`. Inputs arrive as `D` (in its order) then `z`.
 
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, GreedyDraft};
+use super::blocks::draft::{DraftLaw, GreedyDraft};
 use super::{
     Drafts, Prepared, Scheme, SchemeError, acceptance_probability, accepts, add_residual_law, fail, require_identical, sample_residual,
 };
@@ -21,6 +21,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::SAND, Marker::Diamond),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |_| Ok(Box::new(Greedy)),
 };
 

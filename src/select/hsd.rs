@@ -1,5 +1,5 @@
 //! Hierarchical Speculative Decoding (Zhou et al., arXiv 2601.05724;
-//! `docs/schemes.md` p) of one draft chain, in its exact reading.
+//! `docs/schemes/hsd.md`) of one draft chain, in its exact reading.
 //!
 //! HSD verifies the chain `x_1..x_L` as a whole: it accepts the block with
 //! one coin, and otherwise scans back from the last position, stepping back
@@ -37,6 +37,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::PINK, Marker::Diamond),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &["hsd"],
     build: |_| Ok(Box::new(Hsd::default())),
 };
 
@@ -82,7 +83,7 @@ impl HsdReading {
     /// The file and commit the reading comes from.
     pub fn source(self) -> &'static str {
         match self {
-            HsdReading::Exact => "docs/schemes.md p",
+            HsdReading::Exact => "docs/schemes/hsd.md",
             HsdReading::PublishedRunningMax => {
                 "ZhouYuxuanYX/Hierarchical-Speculative-Decoding transformers/generation/utils.py @ b8575e2 (paper's experiments)"
             }

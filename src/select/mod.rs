@@ -12,39 +12,39 @@
 //! * [`Prepared::acceptance`] is the closed-form landing probability where
 //!   one exists.
 
-// What the schemes are built from.
-pub mod draft;
-pub mod flow;
-pub mod id_filter;
-pub mod lazy;
+// What the schemes are built from (blocks/), how figures draw them, the
+// path verifiers' trait and the registry.
+pub mod blocks;
 pub mod look;
-pub mod pair;
 pub mod paths;
 #[macro_use]
 pub mod registry;
-pub mod tournament;
-pub mod two_step;
 
 // The schemes: each module with the registry entries it defines, in the
 // order tables and `specbench schemes` list them. A new scheme is its file
 // plus one line here (`docs/extending.md`).
 schemes! {
     single: ENTRY;
-    baselines: NSS, SD_FIRST;
+    nss: ENTRY;
+    sd_first: ENTRY;
     specinfer: ENTRY;
     rsd: ENTRY;
     spectr: ENTRY;
-    importance: ENTRY;
+    is: ENTRY;
     greedy: ENTRY;
-    optimal: oracle::ENTRY;
-    race: ENTRY;
+    optimal: ENTRY;
+    ersd: ENTRY;
     gls: ENTRY;
     block: ENTRY;
     hsd: ENTRY;
     traversal: ENTRY;
     gbv: ENTRY;
     spechub: ENTRY;
-    weighted: IS_RATIO, IS_TARGET, IS_UNIFORM, IS_FIRST, IS_PRIORITY;
+    is_ratio: ENTRY;
+    is_target: ENTRY;
+    is_uniform: ENTRY;
+    is_first: ENTRY;
+    is_priority: ENTRY;
 }
 
 use std::fmt;
@@ -52,7 +52,7 @@ use std::fmt;
 use crate::laws::{Dist, sample_with};
 use crate::rng::SpecRng;
 
-pub use draft::{DraftLaw, InputSampler};
+pub use blocks::draft::{DraftLaw, InputSampler};
 pub use paths::PathVerifier;
 pub use registry::{Entry, SchemeInfo, SchemeSpec, build, build_list, catalogue};
 
@@ -154,7 +154,7 @@ impl<'a> Drafts<'a> {
 #[serde(rename_all = "snake_case")]
 pub enum RaceTree {
     /// K chains of L tokens: the first K arrivals at the root, then each
-    /// chain's race winner (`docs/schemes.md` j, the K × L multi-draft shape).
+    /// chain's race winner (`docs/schemes/ersd.md`, the K × L multi-draft shape).
     Chains,
     /// The optimal tree `τ*` of K·L nodes for the rank law measured so far
     /// in the generation (Tunstall heap), rebuilt every round; chains until
@@ -171,7 +171,7 @@ pub enum Decoding<'a> {
     /// a tree of the given shape.
     Race(RaceTree),
     /// K drafted chains, each a Gumbel-max sample under its own exponential
-    /// noise, which the verifier reads too (GLS, `docs/schemes.md` q).
+    /// noise, which the verifier reads too (GLS, `docs/schemes/gls.md`).
     Lists,
     /// K drafted paths verified as a whole by the verifier (block
     /// verification, Traversal Verification, …; see [`paths`]).
@@ -297,7 +297,7 @@ pub trait Prepared {
     }
 }
 
-/// The strict acceptance test of `docs/schemes.md` §0.2: accept with probability
+/// The strict acceptance test of `docs/schemes.md#notation-and-numerical-rules` rule 2: accept with probability
 /// `min(1, target/draft)` as `u·draft < target`, never forming the ratio.
 #[inline]
 pub(crate) fn accepts(u: f64, target: f64, draft: f64) -> bool {
@@ -320,7 +320,7 @@ pub(crate) fn acceptance_probability(target: f64, draft: f64) -> f64 {
 ///
 /// A residual has no mass only when the rejection that asked for it had
 /// probability 0, which rounding can fake; then sample `p` itself
-/// (`docs/schemes.md` §0.4).
+/// (`docs/schemes.md#notation-and-numerical-rules` rule 4).
 pub(crate) fn sample_residual(p: &Dist, minus: impl Fn(u32) -> f64, u: f64) -> u32 {
     let support = p.support();
     match sample_with(support.len(), |i| p.get(support[i]) - minus(support[i]), u) {
@@ -415,7 +415,7 @@ mod toy_first;
 mod example_tests {
     use super::registry::{Entry, entry};
     use super::{SCHEMES, toy_first};
-    use crate::verify::{VerifyOptions, check_scheme};
+    use crate::exactness::{VerifyOptions, check_scheme};
 
     /// What `toy_first: ENTRY;` in `schemes!` would ask of the example:
     /// a name and a look no scheme has, a build at its defaults, and the

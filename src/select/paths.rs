@@ -1,6 +1,6 @@
 //! Verifiers that decide over a round's whole drafted paths, not node by
-//! node: block verification (`docs/schemes.md` k), Traversal Verification
-//! (m) and the others a scheme's file adds by implementing
+//! node: block verification (`docs/schemes/block.md`), Traversal Verification
+//! (`docs/schemes/traversal.md`) and the others a scheme's file adds by implementing
 //! [`PathVerifier`]. The decode engine drafts the paths and scores them
 //! ([`crate::decode`]'s path rounds); the exact round law enumerates every
 //! drafted set of paths and every [`Ending`] of the verifier over them
@@ -23,8 +23,7 @@ pub struct Paths {
     /// `target[r][t]`: the target's law after row r's first t tokens
     /// (t ≤ L); rows that share a prefix share its law.
     pub target: Vec<Vec<Rc<Dist>>>,
-    /// Delayed tree expansion (`docs/schemes.md`, "Delayed tree
-    /// expansion"): the first `trunk` tokens were drafted once and are
+    /// Delayed tree expansion (`docs/schemes.md#delayed-tree-expansion-a-trunk`): the first `trunk` tokens were drafted once and are
     /// shared by every row, so a verifier counts them as one input, not K.
     pub trunk: usize,
 }

@@ -46,6 +46,10 @@ pub struct Entry {
     pub variant_looks: &'static [(&'static str, Look)],
     /// Whether `bench select` times it when no list is given.
     pub in_bench_defaults: bool,
+    /// The labels `theory round-bound` lists when no `--schemes` is given:
+    /// the scheme at its defaults and at any other setting it is compared
+    /// at (`traversal:tree=merged`); empty where it is not listed.
+    pub in_round_bound: &'static [&'static str],
     /// Builds the scheme from checked arguments ([`Args`] only holds keys
     /// that are in `params`).
     pub build: fn(&Args) -> Result<Box<dyn Scheme>, SchemeError>,
@@ -412,7 +416,7 @@ fn describe(entry: &'static Entry) -> SchemeInfo {
 /// Delayed tree expansion is a drafting option of the run, not a scheme:
 /// the table says which schemes take it and how it is asked for.
 const TRUNK_NOTE: &str = "Delayed tree expansion (trunk: yes): `[decode] trunk = d` or `run --trunks 0,1,2` \
-drafts d tokens on one row before the K rows branch (docs/schemes.md §2.2.1).\n";
+drafts d tokens on one row before the K rows branch (docs/schemes.md#delayed-tree-expansion-a-trunk).\n";
 
 /// The `specbench schemes` table.
 pub fn catalogue_table(schemes: &[SchemeInfo]) -> String {

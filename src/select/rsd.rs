@@ -1,5 +1,5 @@
 //! Recursive rejection sampling without replacement (Jeon et al.;
-//! `docs/schemes.md` c). One draft model; K distinct inputs in draw order.
+//! `docs/schemes/rsd.md`). One draft model; K distinct inputs in draw order.
 //!
 //! Input `x_i` was drawn from `s_i`, `q` without `x_1..x_{i−1}` renormalised;
 //! it is tested against `s_i` and the residual updated with `s_i`.
@@ -7,7 +7,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, remaining_mass, support_mass};
+use super::blocks::draft::{DraftLaw, remaining_mass, support_mass};
 use super::specinfer::{
     add_aligned_law, aligned_get, sample_aligned, support_values, update_residual,
 };
@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::INDIGO, Marker::Cross),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["rsd"],
     build: |_| Ok(Box::new(Rsd)),
 };
 

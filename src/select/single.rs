@@ -1,4 +1,4 @@
-//! Single-draft speculative sampling (Leviathan et al.; `docs/schemes.md` a).
+//! Single-draft speculative sampling (Leviathan et al.; `docs/schemes/single.md`).
 //! Every multi-draft scheme reduces to this when one draft remains.
 
 use crate::laws::Dist;
@@ -19,6 +19,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::GREY, Marker::Circle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |_| Ok(Box::new(Single)),
 };
 

@@ -1,4 +1,4 @@
-//! SpecHub (Sun et al., EMNLP 2024, arXiv 2411.05289; `docs/schemes.md` n), from
+//! SpecHub (Sun et al., EMNLP 2024, arXiv 2411.05289; `docs/schemes/spechub.md`), from
 //! its public code: K = 2 drafts built around the hub token `a = argmax q`
 //! ([`DraftLaw::Hub`]), and a verifier that moves the mass of each pair
 //! type in a fixed order. Its landing probability is greedy drafting's at
@@ -8,7 +8,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::{DraftLaw, GreedyDraft};
+use super::blocks::draft::{DraftLaw, GreedyDraft};
 use super::greedy::Greedy;
 use super::look::{Look, Marker, palette};
 use super::registry::Entry;
@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::DARK_GREEN, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["spechub"],
     build: |_| Ok(Box::new(SpecHub)),
 };
 

@@ -1,5 +1,5 @@
 //! SpecInfer's multi-step sampling = recursive rejection sampling with
-//! replacement (Miao et al.; `docs/schemes.md` b). Any K, identical or not.
+//! replacement (Miao et al.; `docs/schemes/specinfer.md`). Any K, identical or not.
 //!
 //! Residual sequence: `r_1 = p`, `r_{i+1} = norm((r_i − q_i)_+)`, one update
 //! per rejected *input* (duplicates are separate inputs). It does not depend
@@ -22,6 +22,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::ORANGE, Marker::Circle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &["specinfer"],
     build: |_| Ok(Box::new(SpecInfer)),
 };
 

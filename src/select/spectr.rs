@@ -1,4 +1,4 @@
-//! SpecTr's K-SEQ (Sun et al.; `docs/schemes.md` d). Identical i.i.d. drafts only.
+//! SpecTr's K-SEQ (Sun et al.; `docs/schemes/spectr.md`). Identical i.i.d. drafts only.
 //!
 //! Each input is accepted w.p. `min(1, p/(ρq))`, stopping at the first
 //! acceptance; with `ρ ≥ ρ*` the general residual below is nonnegative and
@@ -32,6 +32,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::SKY, Marker::Square),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |args| Ok(Box::new(SpecTr { rho: args.real("rho")? })),
 };
 
@@ -97,7 +98,7 @@ pub fn beta(p: &Dist, q: &Dist, rho: f64) -> f64 {
 }
 
 /// The smallest `ρ ∈ [1, K]` with `f(ρ) = ρβ(ρ) − 1 + (1 − β(ρ))^K ≥ 0`,
-/// rounded up (`docs/schemes.md` d).
+/// rounded up (`docs/schemes/spectr.md`).
 ///
 /// `β` is piecewise linear in `1/ρ` with breakpoints at `p(x)/q(x)`, and `f`
 /// increases with ρ. The bisection needs `f` only inside a bracket around
@@ -323,7 +324,7 @@ impl Prepared for SpecTrNode<'_> {
 mod tests {
     use super::*;
     use crate::rng::SpecRng;
-    use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
 
     /// The full-sort computation that `rho_star` replaces, kept as the reference.
     fn rho_star_by_full_sort(p: &Dist, q: &Dist, k: usize) -> f64 {

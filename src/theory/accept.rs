@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::laws::Dist;
+use crate::select::ersd::{landing_probability, rank_law};
 use crate::select::gls::law::landing as gls_landing;
-use crate::select::race::{landing_probability, rank_law};
 use crate::select::{Decoding, DraftLaw, Drafts, Scheme, build, catalogue, drafts_for};
 
 use super::{ENUMERATION_LIMIT, exact_outcome, optimum};

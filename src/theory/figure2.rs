@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use crate::laws::Dist;
-use crate::select::optimal::pstar;
+use crate::select::blocks::pstar::pstar;
 use crate::select::spectr::rho_star;
 use crate::select::{Drafts, Scheme, build, drafts_for};
 

@@ -7,7 +7,7 @@ pub mod figure2;
 pub mod round_bound;
 
 use crate::laws::Dist;
-use crate::select::optimal::{SetMasses, pstar, pstar_flow, tuple_count};
+use crate::select::blocks::pstar::{SetMasses, pstar, pstar_flow, tuple_count};
 use crate::select::{DraftLaw, Drafts, Scheme, SchemeError, distinct, too_large};
 
 /// Most `tuples × V` work an exact enumeration will do.
@@ -70,7 +70,7 @@ pub fn exact_outcome(
 
 /// The best landing probability any exact scheme can reach under a draft
 /// law: `P*` for independent drafts; for without-replacement and greedy
-/// drafts the same min-cut over that law's input sets (`docs/schemes.md` h).
+/// drafts the same min-cut over that law's input sets (`docs/schemes/optimal.md`).
 pub fn optimum(p: &Dist, drafts: &Drafts, law: DraftLaw) -> Result<f64, SchemeError> {
     match law {
         DraftLaw::Independent => pstar(p, drafts),

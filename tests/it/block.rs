@@ -1,4 +1,4 @@
-//! Block verification (`docs/schemes.md` §k, `docs/exactness.md` §5 and §1.2.4):
+//! Block verification (`docs/schemes/block.md`, `docs/exactness.md` §5 and §1.2.4):
 //! the reference toy, γ = 1 equals SD, and on context-dependent toy models
 //! it never emits fewer tokens per round than token-by-token SD (the round
 //! law's exactness is in tests/sequence.rs with every scheme).

@@ -4,16 +4,16 @@
 //! 10⁶-sample G-test on the same instance must fail too. If these tests
 //! ever pass a broken scheme, the checks that pass the real ones prove nothing.
 
+use specbench::exactness::instances::Instance;
+use specbench::exactness::{enumeration_check, sampling_check};
 use specbench::laws::{Dist, sample_with};
 use specbench::rng::SpecRng;
-use specbench::select::pair::{InnerRule, PairConfig, PairRule};
+use specbench::select::blocks::pair::{InnerRule, PairConfig, PairRule};
 use specbench::select::rsd::Rsd;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::spectr::beta;
 use specbench::select::{DraftLaw, Drafts, Prepared, Scheme, SchemeError, distinct};
 use specbench::theory::exact_outcome;
-use specbench::verify::instances::Instance;
-use specbench::verify::{enumeration_check, sampling_check};
 
 fn d(values: &[f64]) -> Dist {
     Dist::new(values.to_vec()).unwrap()

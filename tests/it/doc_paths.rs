@@ -1,6 +1,10 @@
 //! Every repository path the docs and READMEs cite in running text
 //! (`src/…`, `tests/…`, `docs/…`, `scripts/…`, `experiments/…`) exists, so
-//! a rename cannot leave a reader at a file that is gone. A file
+//! a rename cannot leave a reader at a file that is gone; every link and
+//! section anchor the docs and the source cite leads to a page and heading
+//! that exist; schemes are cited by their page, never by a section letter
+//! (letters move when a section is inserted); and every scheme of the
+//! registry has its page, named by its id (`docs/schemes.md`, the index). A file
 //! docs/extending.md has a reader write, as a worked example, counts when
 //! the file compiled in its place exists (`doc_examples::EXAMPLES`). Paths
 //! in fenced code blocks are not checked; neither are `results/…` and
@@ -20,13 +24,20 @@ fn real_path(path: &str) -> &str {
         .map_or(path, |(_, compiled)| compiled)
 }
 
-/// The pages a reader reads: docs/*.md and the READMEs.
-fn pages(root: &Path) -> Vec<std::path::PathBuf> {
-    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+/// The `.md` files directly in `dir`.
+fn markdown_in(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+        .collect()
+}
+
+/// The pages a reader reads: docs/*.md, each scheme's page in
+/// docs/schemes/ and the READMEs.
+fn pages(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut pages = markdown_in(&root.join("docs"));
+    pages.extend(markdown_in(&root.join("docs/schemes")));
     pages.push(root.join("README.md"));
     pages.push(root.join("models/README.md"));
     pages
@@ -177,4 +188,254 @@ fn every_run_the_docs_cite_is_committed() {
         missing.is_empty(),
         "cited runs .gitignore does not keep (add `!/results/NAME/`, commit the run): {missing:#?}"
     );
+}
+
+/// The anchor GitHub gives a heading: lower case, punctuation dropped
+/// (hyphens and underscores kept), spaces to hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a markdown page's headings (outside fenced code).
+fn anchors(page: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(page).unwrap_or_default();
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Whether `target` (a path, possibly with `#anchor`, resolved against
+/// `base`) names a file that exists and, where given, a heading in it.
+fn resolves(base: &Path, target: &str, own: &Path) -> Result<(), String> {
+    let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+    let path = if file.is_empty() {
+        own.to_path_buf()
+    } else {
+        base.join(file)
+    };
+    if !path.exists() {
+        return Err(format!("{target}: no such file"));
+    }
+    if !anchor.is_empty() && !anchors(&path).iter().any(|a| a == anchor) {
+        return Err(format!("{target}: no heading with that anchor"));
+    }
+    Ok(())
+}
+
+/// The relative link targets of a markdown page, outside fenced code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (at, _) in line.match_indices("](") {
+            let rest = &line[at + 2..];
+            let target = &rest[..rest.find(')').unwrap_or(rest.len())];
+            if !target.contains("://") && !target.starts_with("mailto:") {
+                out.push(target.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_link_and_anchor_the_docs_give_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for page in pages(root) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for target in link_targets(&text) {
+            checked += 1;
+            if let Err(e) = resolves(page.parent().unwrap(), &target, &page) {
+                broken.push(format!("{}: {e}", page.display()));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} links found: is the scan broken?"
+    );
+    assert!(
+        broken.is_empty(),
+        "links that lead nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// The files a citation can sit in: the source, the tests, the configs.
+fn citing_files(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["src", "tests"] {
+        sources(&root.join(dir), &mut files);
+    }
+    files.extend(
+        std::fs::read_dir(root.join("experiments"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml")),
+    );
+    files
+}
+
+/// Every `docs/<page>.md[#anchor]` cited in `text`.
+fn docs_citations(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("docs/") {
+        if text[..at]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '/')
+        {
+            continue;
+        }
+        let rest = &text[at..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || "/._-#".contains(c)))
+            .unwrap_or(rest.len());
+        let cited = rest[..end].trim_end_matches('.');
+        if cited.contains(".md") {
+            out.push(cited.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_page_and_section_the_source_cites_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in citing_files(root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for cited in docs_citations(&text) {
+            checked += 1;
+            if let Err(e) = resolves(root, &cited, root) {
+                broken.push(format!("{}: {e}", file.display()));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} citations found: is the scan broken?"
+    );
+    assert!(
+        broken.is_empty(),
+        "citations that lead nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// A scheme cited by a section letter (the section sign, or the index page
+/// name, followed by a lone letter): the letters move when a section is inserted, a page name does not.
+fn letter_citations(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices('§') {
+        let next = text[at + '§'.len_utf8()..].chars().next();
+        if next.is_some_and(|c| c.is_ascii_lowercase()) {
+            found.push(text[at..].chars().take(12).collect());
+        }
+    }
+    for (at, _) in text.match_indices("schemes.md") {
+        let rest = text[at + "schemes.md".len()..].trim_start_matches(['`', ')', ',']);
+        let mut chars = rest.chars();
+        let (space, letter, after) = (chars.next(), chars.next(), chars.next());
+        let lone_letter = letter.is_some_and(|c| ('a'..='q').contains(&c))
+            && !after.is_some_and(char::is_alphanumeric);
+        if space == Some(' ') && lone_letter {
+            found.push(text[at..].chars().take(24).collect());
+        }
+    }
+    found
+}
+
+#[test]
+fn schemes_are_cited_by_page_not_by_letter() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = citing_files(root);
+    files.extend(pages(root));
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for cite in letter_citations(&text) {
+            found.push(format!("{}: {cite}", file.display()));
+        }
+    }
+    let probe = format!("see {}k and docs/schemes{}` k)", '§', ".md");
+    assert_eq!(
+        letter_citations(&probe).len(),
+        2,
+        "the letter scan is broken"
+    );
+    assert!(
+        found.is_empty(),
+        "cite the scheme's page (docs/schemes/<id>.md) instead:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The rows of the index table in docs/schemes.md: (ids, page linked).
+fn index_rows(root: &Path) -> Vec<(Vec<String>, String)> {
+    let text = std::fs::read_to_string(root.join("docs/schemes.md")).unwrap();
+    let mut rows = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+        let ids = cells[0]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect();
+        let last = cells.last().unwrap();
+        if let Some(at) = last.find("](schemes/") {
+            let page = &last[at + 2..];
+            rows.push((ids, page[..page.find(')').unwrap()].to_string()));
+        }
+    }
+    rows
+}
+
+#[test]
+fn every_scheme_has_its_page_named_by_its_id() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rows = index_rows(root);
+    let ids: Vec<&str> = specbench::select::SCHEMES.iter().map(|e| e.id).collect();
+    for id in &ids {
+        let row = rows.iter().find(|(names, _)| names.iter().any(|n| n == id));
+        let Some((_, page)) = row else {
+            panic!("docs/schemes.md: the index has no row for `{id}`");
+        };
+        assert!(
+            root.join("docs").join(page).exists(),
+            "`{id}`: {page} does not exist"
+        );
+    }
+    for page in markdown_in(&root.join("docs/schemes")) {
+        let stem = page.file_stem().unwrap().to_str().unwrap().to_string();
+        assert!(
+            ids.contains(&stem.as_str()),
+            "{}: a scheme's page is named by its registry id",
+            page.display()
+        );
+    }
 }

@@ -1,26 +1,26 @@
 //! The exactness tests of `docs/exactness.md` §1 for every scheme, and the
 //! cheap invariants of §1.4.
 
+use specbench::exactness::instances::{Special, small_instance};
+use specbench::exactness::{VerifyOptions, check_scheme, enumeration_check, instances_for};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
-use specbench::select::optimal::lp::pstar_lp;
-use specbench::select::optimal::{SetMasses, pstar_bruteforce, pstar_flow, pstar_iid};
+use specbench::select::blocks::pstar::lp::pstar_lp;
+use specbench::select::blocks::pstar::{SetMasses, pstar_bruteforce, pstar_flow, pstar_iid};
 use specbench::select::single::Single;
 use specbench::select::{DraftLaw, Scheme, build, catalogue};
 use specbench::theory::exact_outcome;
-use specbench::verify::instances::{Special, small_instance};
-use specbench::verify::{VerifyOptions, check_scheme, enumeration_check, instances_for};
 
 /// Whether a registry scheme has a node rule on fresh coins: not a scheme
 /// whose drafter and verifier share their randomness (ERSD), which is
-/// checked against its own races (tests/it/race.rs).
+/// checked against its own races (tests/it/ersd.rs).
 fn has_node_rule(id: &str) -> bool {
     !build(id).unwrap().decoding().shares_drafter_randomness()
 }
 
 #[test]
 fn every_scheme_is_exact_on_200_fresh_random_instances() {
-    // ERSD has no conditional law on fresh coins: tests/it/race.rs and its
+    // ERSD has no conditional law on fresh coins: tests/it/ersd.rs and its
     // verify checks cover it.
     for info in catalogue().iter().filter(|info| has_node_rule(info.id)) {
         let scheme = build(info.id).unwrap();
@@ -60,7 +60,7 @@ fn every_scheme_passes_the_sampling_tests_at_full_vocabulary() {
         assert!(!check.sampling.is_empty(), "{}", info.id);
         for sampled in &check.sampling {
             let expected = if !has_node_rule(info.id) {
-                specbench::verify::race::RACE_SAMPLES
+                specbench::exactness::ersd::RACE_SAMPLES
             } else {
                 1_000_000
             };
@@ -77,7 +77,7 @@ fn with_one_draft_every_scheme_is_single_draft_sd() {
         let drafts = inst.drafts();
         let sd = Single.prepare(&inst.p, &drafts).unwrap();
         // `nss` ignores its inputs by design: the one baseline that is not SD;
-        // ERSD's randomness is shared with the drafter (tests/race.rs).
+        // ERSD's randomness is shared with the drafter (tests/it/ersd.rs).
         for info in catalogue()
             .iter()
             .filter(|info| info.id != "nss" && has_node_rule(info.id))
@@ -209,7 +209,7 @@ fn truncated_lp_acceptance_grows_with_s_and_reaches_pstar_at_full_alphabet() {
             );
             previous = selection;
         }
-        let pstar = specbench::select::optimal::pstar(&inst.p, &drafts).unwrap();
+        let pstar = specbench::select::blocks::pstar::pstar(&inst.p, &drafts).unwrap();
         assert!(
             (previous - pstar).abs() < 1e-12,
             "{}: s=V gives {previous}, P* {pstar}",
@@ -231,7 +231,7 @@ fn tournament_stays_exact_and_below_pstar_for_many_drafts() {
         )
         .unwrap();
         assert!(outcome.max_error < 1e-12, "{}", inst.label);
-        let pstar = specbench::select::optimal::pstar(&inst.p, &inst.drafts()).unwrap();
+        let pstar = specbench::select::blocks::pstar::pstar(&inst.p, &inst.drafts()).unwrap();
         assert!(outcome.landing <= pstar + 1e-12);
     }
 }

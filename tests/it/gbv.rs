@@ -1,4 +1,4 @@
-//! GBV, greedy multi-path block verification (`docs/schemes.md` §o): the
+//! GBV, greedy multi-path block verification (`docs/schemes/gbv.md`): the
 //! exact round law, continued by the target, is the target's joint law on
 //! random tree-structured rounds (zeros, ratio ties, `p = q`, disjoint
 //! supports) at K = 1, 2, 3 and L = 1..3; at K = 1 it is block
@@ -15,13 +15,13 @@ use specbench::decode::exact::{
     RoundModels, StringLaw, extend_with_target, paths_round_law, round_law, target_law,
     with_tree_laws,
 };
+use specbench::exactness::instances::{Special, TreeInstance, small_instance};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
 use specbench::select::block::Block;
 use specbench::select::gbv::{Descent, Gbv, endings_with};
 use specbench::select::paths::{PathVerifier, Paths};
 use specbench::select::{Drafts, Scheme};
-use specbench::verify::instances::{Special, TreeInstance, small_instance};
 
 const PROMPT: [u32; 1] = [0];
 

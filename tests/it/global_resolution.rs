@@ -1,16 +1,17 @@
 //! The `optimal` sampler for i.i.d. drafts (Global Resolution, exact mode;
-//! `docs/schemes.md` §i): its selection acceptance reaches `P*` (prefix rule and
+//! `docs/schemes/optimal.md#global-resolution`): its selection acceptance reaches `P*` (prefix rule and
 //! the independent LP oracle) to 1e-9, its exact law is `p` to 1e-12 also
 //! when the set budget forces grouping, and Example B's values.
 
+use specbench::exactness::instances::{Special, small_instance};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
+use specbench::select::blocks::pstar::lp::pstar_lp;
+use specbench::select::blocks::pstar::pstar_iid;
 use specbench::select::optimal::global::{GlobalResolution, GrSettings};
-use specbench::select::optimal::lp::pstar_lp;
-use specbench::select::optimal::{Optimal, OptimalMode, pstar_iid};
+use specbench::select::optimal::{Optimal, OptimalMode};
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::exact_outcome;
-use specbench::verify::instances::{Special, small_instance};
 
 #[test]
 fn selection_acceptance_reaches_pstar_and_the_lp_oracle() {
@@ -94,7 +95,7 @@ fn example_b_optimal_values_by_number_of_drafts() {
 
 #[test]
 fn large_supports_never_fail_and_keep_a_consistent_intermediate_law() {
-    use specbench::verify::instances::{Realism, realistic_instance};
+    use specbench::exactness::instances::{Realism, realistic_instance};
     let mut rng = SpecRng::new(9);
     for (k, top_k) in [(2, None), (4, Some(100)), (8, Some(1000))] {
         let shape = Realism {
@@ -112,7 +113,7 @@ fn large_supports_never_fail_and_keep_a_consistent_intermediate_law() {
     }
 }
 
-/// Paper mode (`docs/schemes.md` §i, step 5): the enumerated output law of the
+/// Paper mode (`docs/schemes/optimal.md#global-resolution`, step 5): the enumerated output law of the
 /// slice equals its closed form, and `‖out − p‖₁` stays within the achieved
 /// gradients (`docs/exactness.md` §1.1, Global Resolution: outer + inner L1, plus the inner sum the
 /// rejection mass hands to the outer residual) — checked on deliberately
@@ -206,7 +207,7 @@ fn paper_mode_at_convergence_has_marginal_p_and_acceptance_pstar() {
 /// branch included.
 #[test]
 fn paper_mode_sampling_agrees_with_its_conditional_law() {
-    use specbench::verify::gtest::g_test;
+    use specbench::exactness::gtest::g_test;
     let p = Dist::new(vec![0.35, 0.25, 0.2, 0.1, 0.1]).unwrap();
     let q = Dist::new(vec![0.05, 0.15, 0.3, 0.5, 0.0]).unwrap();
     let scheme = Optimal {

@@ -1,4 +1,4 @@
-//! GLS at sequence level (`docs/schemes.md` q): the engine against a
+//! GLS at sequence level (`docs/schemes/gls.md`): the engine against a
 //! reference simulation of the paper's Algorithm 2 written out here, token
 //! for token; its text over several rounds G-tested against the target's
 //! law (zeros, `p = q`, disjoint supports, two draft temperatures); at
@@ -7,15 +7,15 @@
 
 use std::collections::BTreeMap;
 
+use specbench::decode::ersd::race_autoregressive;
 use specbench::decode::exact::target_law;
-use specbench::decode::race::race_autoregressive;
 use specbench::decode::{DecodeConfig, generate};
+use specbench::exactness::gtest::g_test;
 use specbench::laws::{Dist, Processing};
 use specbench::model::{ContextLogits, HistoryLm, ModelInfo, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::build;
 use specbench::select::gls::Lists;
-use specbench::verify::gtest::g_test;
 
 const PROMPT: [u32; 2] = [1, 0];
 const TARGET_ID: u64 = 11;
@@ -385,7 +385,7 @@ fn node_landing_against_monte_carlo_the_list_bound_and_daliris_form() {
     use specbench::select::Drafts;
     use specbench::select::gls::law::{landing_by_quadrature, list_bound, node_law};
     let dist = |v: &[f64]| Dist::new(v.to_vec()).unwrap();
-    // The pairs of `docs/schemes.md` q's table (and §j's rank-law pair).
+    // The pairs of `docs/schemes/gls.md`'s table (and `docs/schemes/ersd.md`'s rank-law pair).
     let pairs = [
         ([0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]),
         ([0.5, 0.25, 0.15, 0.1], [0.4, 0.3, 0.2, 0.1]),

@@ -10,7 +10,7 @@ const FLOORS: &[&[&str]] = &[
     &["laws", "rng", "quality", "threads", "hub", "fast"],
     &["model", "select"],
     &["data", "decode", "theory", "inspect"],
-    &["verify"],
+    &["exactness"],
     &["experiment", "bench", "parity"],
     &["report"],
     &["cli"],
@@ -44,7 +44,7 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
 
 /// Every `crate::name` in the code of `text` (line comments dropped), up
 /// to the file's `#[cfg(test)]` module: unit tests may draw instances from
-/// higher floors (`verify`'s generators) without the library depending on them.
+/// higher floors (`exactness`'s generators) without the library depending on them.
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (number, line) in text.lines().enumerate() {

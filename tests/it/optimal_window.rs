@@ -2,15 +2,16 @@
 //! by enumeration on small nodes with every special case, selection
 //! acceptance = P* (and the LP oracle), and realistic full-vocabulary nodes.
 
+use specbench::exactness::instances::{Realism, Special, realistic_instance, small_instance};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
-use specbench::select::optimal::lp::pstar_lp;
+use specbench::select::blocks::pstar::lp::pstar_lp;
+use specbench::select::blocks::pstar::pstar_iid;
+use specbench::select::blocks::two_step::SelectionRule;
+use specbench::select::optimal::Optimal;
 use specbench::select::optimal::window::WindowRule;
-use specbench::select::optimal::{Optimal, pstar_iid};
-use specbench::select::two_step::SelectionRule;
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::exact_outcome;
-use specbench::verify::instances::{Realism, Special, realistic_instance, small_instance};
 
 #[test]
 fn exact_law_and_zero_gap_on_small_nodes() {
@@ -117,8 +118,8 @@ fn sampled_choices_follow_alpha() {
 
 #[test]
 fn sampled_output_at_v50272_k8_passes_the_g_test() {
-    use specbench::verify::instances::{Realism, realistic_instance};
-    use specbench::verify::sampling_check;
+    use specbench::exactness::instances::{Realism, realistic_instance};
+    use specbench::exactness::sampling_check;
     let mut rng = SpecRng::new(50272);
     let shape = Realism {
         vocab: 50272,

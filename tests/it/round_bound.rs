@@ -7,11 +7,11 @@ use crate::common;
 
 use std::process::Command;
 
-use specbench::select::optimal::pstar;
+use specbench::select::blocks::pstar::pstar;
 use specbench::select::{DraftLaw, Drafts};
 use specbench::theory::optimum;
 use specbench::theory::round_bound::{
-    Instance, InstanceFile, RoundBoundReport, SCHEMES, round_bound,
+    Instance, InstanceFile, RoundBoundReport, default_schemes, round_bound,
 };
 
 /// Sizes the checks sweep: every (V, K, L) that solves in well under a
@@ -69,7 +69,7 @@ fn every_scheme_stays_at_or_below_the_round_lp_and_is_exact() {
             // Every default scheme runs, but SpecHub beyond its pair.
             let not_run: Vec<&str> = report.not_run.iter().map(|(s, _)| s.as_str()).collect();
             assert_eq!(not_run, if k > 2 { vec!["spechub"] } else { vec![] });
-            assert_eq!(report.rows.len() + not_run.len(), SCHEMES.len());
+            assert_eq!(report.rows.len() + not_run.len(), default_schemes().len());
             check_rows(&report, &format!("V={v} K={k} L={l} seed {seed}"));
         }
     }
@@ -81,7 +81,7 @@ fn every_scheme_stays_at_or_below_the_round_lp_and_is_exact() {
 fn the_largest_instance_solves_and_every_scheme_stays_below() {
     let instance = Instance::random(4, 3, 3, 1).unwrap();
     let report = round_bound(&instance, None, false).unwrap();
-    assert_eq!(report.rows.len(), SCHEMES.len() - 1);
+    assert_eq!(report.rows.len(), default_schemes().len() - 1);
     check_rows(&report, "V=4 K=3 L=3 seed 1");
     let independent = report
         .bounds
@@ -174,7 +174,7 @@ fn at_one_token_the_lp_is_one_plus_the_node_optimum() {
 
 /// A file instance with zeros: `p = q` after every prefix (the LP and every
 /// scheme but GBV emit L + 1 tokens; GBV verifies the kept chain against
-/// its skewed law, not `q = p`, and rejects: `docs/schemes.md` §o), and
+/// its skewed law, not `q = p`, and rejects: `docs/schemes/gbv.md`), and
 /// disjoint supports at the root.
 #[test]
 fn file_instances_with_zeros_and_equal_laws() {
@@ -269,7 +269,10 @@ fn the_command_prints_the_table_json_and_reads_a_file() {
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let expected = round_bound(&instance, None, false).unwrap();
-    assert_eq!(json["rows"].as_array().unwrap().len(), SCHEMES.len());
+    assert_eq!(
+        json["rows"].as_array().unwrap().len(),
+        default_schemes().len()
+    );
     assert_eq!(
         json["rows"][1]["tokens"].as_f64(),
         Some(expected.rows[1].tokens)

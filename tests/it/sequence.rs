@@ -9,11 +9,11 @@ use crate::common::laws::max_difference;
 use crate::common::toy_engine::{DRAFT_ID, TARGET_ID, law_of};
 use specbench::decode::exact::{RoundModels, extend_with_target, round_law, target_law};
 use specbench::decode::{DecodeConfig, generate};
+use specbench::exactness::gtest::g_test;
 use specbench::laws::{Dist, Processing};
 use specbench::model::{HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
-use specbench::verify::gtest::g_test;
 
 const PROMPT: [u32; 2] = [1, 0];
 
@@ -119,7 +119,7 @@ fn cases() -> Vec<Case> {
 #[test]
 fn every_scheme_emits_the_target_law_over_a_whole_round() {
     let cases = cases();
-    // ERSD rounds are a function of the shared race: tests/it/race.rs.
+    // ERSD rounds are a function of the shared race: tests/it/ersd.rs.
     for info in catalogue()
         .iter()
         .filter(|info| build(info.id).unwrap().decoding().has_round_law())

@@ -1,17 +1,17 @@
-//! SpecHub (`docs/schemes.md` §n): its pair law drafts the hub and one more
+//! SpecHub (`docs/schemes/spechub.md`): its pair law drafts the hub and one more
 //! token, its node landing equals greedy drafting's at K = 2 (the same set
 //! law, both at that law's optimum), and so does its expected tokens per
 //! round; K > 2 is refused with a one-line error.
 
 use specbench::decode::exact::{RoundModels, StringLaw, round_law};
+use specbench::exactness::instances::{Special, TreeInstance, small_instance};
 use specbench::laws::Dist;
 use specbench::rng::SpecRng;
+use specbench::select::blocks::pstar::SetMasses;
 use specbench::select::greedy::Greedy;
-use specbench::select::optimal::SetMasses;
 use specbench::select::spechub::SpecHub;
 use specbench::select::{DraftLaw, Drafts, Scheme};
 use specbench::theory::{exact_outcome, optimum};
-use specbench::verify::instances::{Special, TreeInstance, small_instance};
 
 #[test]
 fn the_pair_is_the_hub_and_one_more_in_draw_order() {

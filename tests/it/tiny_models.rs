@@ -143,7 +143,7 @@ fn ersd_on_the_trained_pair_emits_the_targets_own_race_stream() {
     // Any slip in the KV cache (rollback, row selection, a padded tree row)
     // changes some p and with it the race winner: the stream must equal
     // target-only race sampling token for token.
-    use specbench::decode::race::race_autoregressive;
+    use specbench::decode::ersd::race_autoregressive;
     let (mut target, mut draft, tokenizer) = trained_pair();
     let prompt = tokenizer
         .encode("Summarize: the council met on Monday")

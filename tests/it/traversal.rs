@@ -1,4 +1,4 @@
-//! Traversal Verification (`docs/schemes.md` §m): the exact round law equals
+//! Traversal Verification (`docs/schemes/traversal.md`): the exact round law equals
 //! the target's on random tree-structured rounds in every tree mode and
 //! special case; at K = 1 it is block verification's round law and at L = 1
 //! (`mult`) SpecInfer's; the wrong readings are caught; the engine samples
@@ -8,12 +8,12 @@ use crate::common::laws::max_difference;
 use specbench::decode::exact::{
     StringLaw, extend_with_target, paths_round_law, round_law, target_law,
 };
+use specbench::exactness::instances::{Special, TreeInstance};
 use specbench::select::block::Block;
 use specbench::select::paths::PathVerifier;
 use specbench::select::specinfer::SpecInfer;
 use specbench::select::traversal::{Traversal, TreeMode};
 use specbench::select::{Scheme, build};
-use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const MODES: [TreeMode; 3] = [TreeMode::Mult, TreeMode::Merged, TreeMode::Distinct];

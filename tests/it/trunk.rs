@@ -1,4 +1,4 @@
-//! Delayed tree expansion (`docs/schemes.md`, "Delayed tree expansion"): a
+//! Delayed tree expansion (`docs/schemes.md#delayed-tree-expansion-a-trunk`): a
 //! trunk of d tokens drafted once, then K rows branching. Every scheme that
 //! takes a trunk keeps the target's law over a round when the trunk counts
 //! as one input; handing the scheme the K copies of a trunk token as K
@@ -16,12 +16,12 @@ use specbench::decode::exact::{
     round_law_with_trunk, target_law,
 };
 use specbench::decode::{DecodeConfig, generate, surviving_rows};
+use specbench::exactness::instances::{Special, TreeInstance};
 use specbench::laws::Dist;
 use specbench::model::{HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::paths::PathVerifier;
 use specbench::select::{Drafts, Scheme, build, catalogue, drafts_for};
-use specbench::verify::instances::{Special, TreeInstance};
 
 const PROMPT: [u32; 1] = [0];
 const LENGTH: usize = 3;

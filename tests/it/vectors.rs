@@ -4,7 +4,7 @@
 //! here comes from full enumeration, whose output law must also equal p.
 
 use specbench::laws::{Dist, total_variation};
-use specbench::select::optimal::{SetMasses, pstar_iid};
+use specbench::select::blocks::pstar::{SetMasses, pstar_iid};
 use specbench::select::spectr::{beta, rho_star};
 use specbench::select::{DraftLaw, Drafts, build};
 use specbench::theory::{ExactOutcome, exact_outcome, optimum};

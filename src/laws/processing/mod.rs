@@ -1,6 +1,6 @@
 //! Logit processing: temperature, softmax in f64, top-k, top-p (nucleus),
 //! renormalisation — what every target and draft law goes through before a
-//! scheme sees it (docs/schemes.md, "Processing").
+//! scheme sees it (`docs/schemes.md#logit-processing`).
 
 use std::cmp::Ordering;
 
@@ -17,7 +17,7 @@ mod tests;
 use nucleus::{histogram, nucleus};
 
 /// Logit processing applied to target and draft logits before any scheme
-/// (`docs/schemes.md` §2.4): temperature, softmax in f64, top-k, top-p, renormalise.
+/// (`docs/schemes.md#logit-processing`): temperature, softmax in f64, top-k, top-p, renormalise.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Processing {
     pub temperature: f64,

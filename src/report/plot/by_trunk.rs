@@ -1,5 +1,5 @@
 //! Block efficiency against the trunk depth d of delayed tree expansion
-//! (`docs/schemes.md` §2.2.1): per dataset, one panel per temperature set
+//! (`docs/schemes.md#delayed-tree-expansion-a-trunk`): per dataset, one panel per temperature set
 //! and K, one line per verifier over d, SD as the dashed reference line.
 
 use crate::experiment::cell::CellKind;

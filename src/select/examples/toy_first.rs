@@ -16,6 +16,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::WINE, Marker::Circle),
     variant_looks: &[],
     in_bench_defaults: false,
+    in_round_bound: &[],
     build: |_| Ok(Box::new(ToyFirst)),
 };
 

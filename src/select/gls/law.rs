@@ -1,4 +1,4 @@
-//! The exact law of one GLS node (`docs/schemes.md` q): the target's token
+//! The exact law of one GLS node (`docs/schemes/gls.md`): the target's token
 //! `Y` and the set of drafts that drew it.
 //!
 //! Condition on `Y = y`, on `τ = min_k E^(k)(y)/p(y)` and on the draft `k*`

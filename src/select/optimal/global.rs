@@ -1,4 +1,4 @@
-//! Global Resolution (Thomas & Pal; `docs/schemes.md` i): the optimal selection
+//! Global Resolution (Thomas & Pal; `docs/schemes/optimal.md#global-resolution`): the optimal selection
 //! rule for `n` i.i.d. drafts, in exact mode, at any support size.
 //!
 //! Steps: `H*` and `α*` by the sorted prefix; outer targets (midpoint of the
@@ -29,7 +29,7 @@ use crate::laws::Dist;
 
 use super::items::{Group, family, groups, outer_targets};
 use super::luce::{LuceProgram, SolveReport};
-use super::prefix::h_star;
+use crate::select::blocks::pstar::prefix::h_star;
 
 /// Solver settings of the `optimal` scheme.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -235,7 +235,7 @@ impl GlobalResolution {
 }
 
 impl GlobalResolution {
-    /// Paper mode's sampling slice (`docs/schemes.md` i, step 5) as a law over
+    /// Paper mode's sampling slice (`docs/schemes/optimal.md#global-resolution`, step 5) as a law over
     /// the tuple's tokens plus the outer residual: `(choices, reject)`.
     /// An outer tuple chooses among the outer groups present by Luce and is
     /// always accepted; an inner tuple chooses group `g` with probability

@@ -157,7 +157,7 @@ pub(super) fn multiply(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     out
 }
 
-/// Outer targets (`docs/schemes.md` i, step 3) of the outer items: the midpoint
+/// Outer targets (`docs/schemes/optimal.md#global-resolution`, step 3) of the outer items: the midpoint
 /// of the two vertices, computed on the items as coarse tokens so the
 /// targets are valid for the program the rule solves.
 pub(super) fn outer_targets(items: &[Group], n: usize, inner_mass: f64) -> Vec<f64> {

@@ -1,4 +1,4 @@
-//! The Luce (softmax-choice) programs of Global Resolution (`docs/schemes.md` i,
+//! The Luce (softmax-choice) programs of Global Resolution (`docs/schemes/optimal.md#global-resolution`,
 //! step 4), solved by damped Newton on `α = ln γ`.
 //!
 //! A *family* lists input sets (as item indices) with their probabilities

@@ -1,226 +1,393 @@
-//! The optimal acceptance `P*` (`docs/schemes.md` h) and a small-V oracle sampler.
+//! `optimal`: a sampler that attains `P*` (`docs/schemes/optimal.md`, `docs/schemes/optimal.md#global-resolution`).
 //!
-//! `P* = min_S [p(S) + 1 − Pr[set(X) ⊆ S]]`, the min-cut of the transport
-//! problem between `p` and the law of the input *set*. Four evaluations:
-//!
-//! * [`pstar_iid`]: identical drafts, sorted prefix in `p/q`, O(n log n);
-//! * [`pstar_flow`]: max-flow from tokens to input sets (any draft law);
-//! * [`pstar_bruteforce`]: every subset (V ≤ 20), for tests;
-//! * [`lp::pstar_lp`]: the full optimal-transport LP, an independent oracle.
+//! * **Identical drafts**: Global Resolution in exact mode ([`global`])
+//!   at any support size. Nodes where truncation or the solver leave the
+//!   selection acceptance more than the tolerance below `α*` are counted as
+//!   fallbacks; the output law is exact either way.
+//! * **Non-identical drafts**: a maximum transport plan `f` between `p` and
+//!   the input-set law becomes a selection rule,
+//!   `α_y(σ) = (f_{y,σ} + leftover_σ·[y = min σ]) / m_σ`, run through the
+//!   two-step sampler (exact for any `f`; selection acceptance `P*` when `f`
+//!   is optimal). It enumerates input tuples, so beyond `TUPLE_LIMIT` the
+//!   node falls back to SpecInfer (exact, counted).
 
 pub mod global;
 mod items;
-pub mod lp;
 pub mod luce;
-pub mod oracle;
-pub mod prefix;
-pub mod ratio_sort;
 pub mod window;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use crate::laws::Dist;
+use crate::laws::{Dist, sample_with};
+use crate::rng::SpecRng;
 
-use super::flow::{EdgeId, FlowNetwork};
-use super::{DraftLaw, Drafts, SchemeError, too_large};
+use super::single::SpecDecoding;
+use super::specinfer::SpecInfer;
+use super::blocks::two_step::{SelectionRule, TwoStep};
+use super::{DraftLaw, Drafts, Prepared, Scheme, SchemeError};
+use global::{GlobalResolution, GrSettings};
+use window::WindowRule;
+use crate::select::blocks::pstar::{SetMasses, input_set, pstar_flow};
+use super::look::{Look, Marker, palette};
+use super::registry::{Entry, Param, ParamKind};
+use global::{DEFAULT_SET_BUDGET, DEFAULT_TOLERANCE};
 
-pub use oracle::{Optimal, OptimalMode};
+pub const ENTRY: Entry = Entry {
+    id: "optimal",
+    aliases: &[],
+    summary: "sampler attaining P*: max-coordinate windows (exact, default), Global Resolution, or the max-flow oracle for non-identical drafts; counted exact fallbacks",
+    params: &[
+        Param {
+            name: "sets",
+            kind: ParamKind::Whole {
+                default: DEFAULT_SET_BUDGET,
+                min: 1,
+            },
+            help: "input sets per Luce program; tokens beyond it share a tail item",
+        },
+        Param {
+            name: "tol",
+            kind: ParamKind::Real {
+                default: Some(DEFAULT_TOLERANCE),
+                derived: "",
+                above: 0.0,
+                inclusive: false,
+            },
+            help: "L1 gradient target and the acceptance gap to P* that counts as optimal",
+        },
+        Param {
+            name: "mode",
+            kind: ParamKind::Choice(&["window", "luce", "paper"]),
+            help: "window (max-coordinate windows: P* at every node, exact), luce (Global Resolution exact mode; groups tokens above the set budget and gives acceptance away) or paper (GR's slice with rejection: law p only at convergence; nodes off by more than tol count as fallbacks)",
+        },
+    ],
+    acceptance: "P*",
+    look: Look::new(palette::BLACK, Marker::Diamond),
+    variant_looks: &[],
+    in_bench_defaults: false,
+    in_round_bound: &[],
+    build: |args| {
+        let mode = match args.choice("mode")? {
+            "luce" => OptimalMode::Luce,
+            "paper" => OptimalMode::Paper,
+            _ => OptimalMode::Window,
+        };
+        let settings = GrSettings {
+            tolerance: args.real("tol")?.unwrap_or(DEFAULT_TOLERANCE),
+            set_budget: args.whole("sets")?,
+            ..GrSettings::default()
+        };
+        Ok(Box::new(Optimal { settings, mode }))
+    },
+};
 
-/// Most input tuples any enumeration here will visit.
-pub const TUPLE_LIMIT: usize = 2_000_000;
-
-/// `P*` for K identical drafts and the minimising set `S*`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PStar {
-    pub value: f64,
-    pub set: Vec<u32>,
+/// How identical drafts are served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OptimalMode {
+    /// The window construction ([`super::window`]): `P*` at every node, exact.
+    #[default]
+    Window,
+    /// Global Resolution in exact mode with grouped Luce items above the
+    /// set budget: exact, but gives acceptance away on large supports.
+    Luce,
+    /// Global Resolution's own sampling slice (with rejection onto the
+    /// outer residual): law `p` only at exact convergence without grouping.
+    Paper,
 }
 
-/// `P*` for K i.i.d. drafts from `q`, by the sorted prefix (`docs/schemes.md` h):
-/// tokens with `q > 0` in ascending `p/q` (p = 0 first, ties by id); the
-/// best prefix minimises `p(S) + 1 − q(S)^K` because `s ↦ s^K` is convex.
-/// The scan is [`prefix::h_star`], which Global Resolution shares.
-pub fn pstar_iid(p: &Dist, q: &Dist, k: usize) -> PStar {
-    let (order, best_len, value) = prefix::h_star(p, q, k);
-    let mut set = order[..best_len].to_vec();
-    // The order starts with the `p = 0` tokens in id order: a stable
-    // (run-adaptive) sort merges that run with the sorted rest in O(n).
-    set.sort();
-    PStar { value, set }
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Optimal {
+    pub settings: GrSettings,
+    pub mode: OptimalMode,
 }
 
-/// [`pstar_iid`]'s value without the set: what runs log at every node.
-pub fn pstar_iid_value(p: &Dist, q: &Dist, k: usize) -> f64 {
-    prefix::h_star_value(p, q, k)
-}
-
-/// `P*` for any drafts: the i.i.d. prefix rule when identical, else the
-/// max-flow over input sets (small supports only).
-pub fn pstar(p: &Dist, drafts: &Drafts) -> Result<f64, SchemeError> {
-    if drafts.is_identical() || drafts.k() == 1 {
-        return Ok(pstar_iid_value(p, drafts.law(0), drafts.k()));
+impl Scheme for Optimal {
+    fn id(&self) -> &'static str {
+        ENTRY.id
     }
-    let sets = SetMasses::of(DraftLaw::Independent, drafts)?;
-    Ok(pstar_flow(p, &sets).value)
-}
 
-/// The law of the input set `set(X)`: each distinct set (sorted ids) with
-/// its probability.
-#[derive(Clone, Debug, Default)]
-pub struct SetMasses {
-    pub sets: Vec<(Vec<u32>, f64)>,
-}
-
-impl SetMasses {
-    /// Enumerates the input tuples of a draft law (refusing more than
-    /// [`TUPLE_LIMIT`]) and collects their sets.
-    pub fn of(law: DraftLaw, drafts: &Drafts) -> Result<Self, SchemeError> {
-        let tuples = tuple_count(law, drafts);
-        if tuples > TUPLE_LIMIT as f64 {
-            return too_large(format!(
-                "the input-set law needs {tuples:.3e} input tuples, over the limit of {TUPLE_LIMIT:.0e}: use smaller supports (top-p/top-k) or fewer drafts"
-            ));
+    fn label(&self) -> String {
+        let defaults = GrSettings::default();
+        let mut label = self.id().to_string();
+        match self.mode {
+            OptimalMode::Window => {}
+            OptimalMode::Luce => label.push_str(":mode=luce"),
+            OptimalMode::Paper => label.push_str(":mode=paper"),
         }
-        Ok(Self::from_tuples(&law.enumerate(drafts)))
+        if self.settings.set_budget != defaults.set_budget {
+            label.push_str(&format!(":sets={}", self.settings.set_budget));
+        }
+        if self.settings.tolerance != defaults.tolerance {
+            label.push_str(&format!(":tol={:e}", self.settings.tolerance));
+        }
+        label
     }
 
-    pub fn from_tuples(tuples: &[(Vec<u32>, f64)]) -> Self {
-        let mut sets: BTreeMap<Vec<u32>, f64> = BTreeMap::new();
-        for (tuple, prob) in tuples {
-            *sets.entry(input_set(tuple)).or_insert(0.0) += prob;
+    fn prepare_node<'a>(
+        &self,
+        p: &'a Dist,
+        drafts: &Drafts<'a>,
+    ) -> Result<Box<dyn Prepared + 'a>, SchemeError> {
+        if drafts.k() == 1 {
+            // One draft: the optimum is 1 − TV, attained by SD.
+            return Ok(Box::new(SpecDecoding {
+                p,
+                q: drafts.law(0),
+            }));
         }
-        Self {
-            sets: sets.into_iter().filter(|s| s.1 > 0.0).collect(),
+        if drafts.is_identical() && self.mode == OptimalMode::Window {
+            let rule = WindowRule::prepare(p, drafts.law(0), drafts.k());
+            let fallback = rule.gap() > self.settings.tolerance;
+            return Ok(Box::new(WindowNode {
+                two_step: TwoStep { p, rule },
+                fallback,
+            }));
         }
-    }
-}
-
-/// `set(x)`: the distinct tokens of an input tuple, ascending. It keys the
-/// input-set law here and the oracle sampler's `α`.
-pub fn input_set(tuple: &[u32]) -> Vec<u32> {
-    let mut set = tuple.to_vec();
-    set.sort_unstable();
-    set.dedup();
-    set
-}
-
-/// Number of input tuples a law enumerates (as f64: it can overflow usize).
-pub fn tuple_count(law: DraftLaw, drafts: &Drafts) -> f64 {
-    match law {
-        DraftLaw::Independent => drafts
-            .laws()
-            .iter()
-            .map(|q| q.support().len() as f64)
-            .product(),
-        DraftLaw::WithoutReplacement => {
-            let n = drafts.law(0).support().len();
-            (0..drafts.k().min(n)).map(|i| (n - i) as f64).product()
-        }
-        DraftLaw::Greedy => drafts.law(0).vocab() as f64,
-        DraftLaw::Hub => 2.0 * drafts.law(0).vocab() as f64,
-    }
-}
-
-/// A maximum transport plan: `flows[σ]` lists `(y, f_{y,σ})`.
-#[derive(Clone, Debug)]
-pub struct TransportPlan {
-    pub value: f64,
-    pub flows: Vec<Vec<(u32, f64)>>,
-}
-
-/// `P*` as the max-flow source → token `y` (capacity `p_y`) → set `σ ∋ y`
-/// (unbounded) → sink (capacity `m_σ`), with the optimal flows.
-pub fn pstar_flow(p: &Dist, sets: &SetMasses) -> TransportPlan {
-    let mut network = FlowNetwork::new(2);
-    let (source, sink) = (0, 1);
-    let mut token_nodes: BTreeMap<u32, usize> = BTreeMap::new();
-    let mut edges: Vec<Vec<(u32, EdgeId)>> = Vec::with_capacity(sets.sets.len());
-    for (set, mass) in &sets.sets {
-        let set_node = network.add_node();
-        network.add_edge(set_node, sink, *mass);
-        let mut set_edges = Vec::with_capacity(set.len());
-        for &y in set {
-            if p.get(y) <= 0.0 {
-                continue;
+        if drafts.is_identical() {
+            let rule = GlobalResolution::prepare(p, drafts.law(0), drafts.k(), &self.settings);
+            if self.mode == OptimalMode::Paper {
+                let fallback = rule.stats.paper_error > self.settings.tolerance;
+                return Ok(Box::new(GrPaperNode {
+                    rule,
+                    vocab: p.vocab(),
+                    fallback,
+                }));
             }
-            let node = *token_nodes.entry(y).or_insert_with(|| {
-                let node = network.add_node();
-                network.add_edge(source, node, p.get(y));
-                node
-            });
-            set_edges.push((y, network.add_edge(node, set_node, f64::INFINITY)));
+            let fallback = rule.stats.gap() > self.settings.tolerance;
+            return Ok(Box::new(GrNode {
+                two_step: TwoStep {
+                    p,
+                    rule: GrRule(rule),
+                },
+                fallback,
+            }));
         }
-        edges.push(set_edges);
+        match SetMasses::of(DraftLaw::Independent, drafts) {
+            Ok(sets) => Ok(flow_oracle(p, sets)),
+            Err(e) if e.too_large => Ok(Box::new(Fallback(SpecInfer.prepare(p, drafts)?))),
+            Err(e) => Err(e),
+        }
     }
-    let value = network.max_flow(source, sink);
-    let flows = edges
-        .into_iter()
-        .map(|set_edges| {
-            set_edges
-                .into_iter()
-                .map(|(y, e)| (y, network.flow(e)))
-                .collect()
-        })
-        .collect();
-    TransportPlan { value, flows }
 }
 
-/// `P*` by trying every subset of the vocabulary (V ≤ 20).
-pub fn pstar_bruteforce(p: &Dist, sets: &SetMasses) -> f64 {
-    let v = p.vocab();
-    assert!(v <= 20, "brute force is for V <= 20");
-    let masks: Vec<(u32, f64)> = sets
-        .sets
-        .iter()
-        .map(|(set, mass)| (set.iter().fold(0u32, |m, &y| m | (1 << y)), *mass))
-        .collect();
-    let mut best = f64::INFINITY;
-    for subset in 0u32..(1 << v) {
-        let p_mass: f64 = (0..v)
-            .filter(|&y| subset & (1 << y) != 0)
-            .map(|y| p.probs()[y])
-            .sum();
-        let inside: f64 = masks
-            .iter()
-            .filter(|(m, _)| m & !subset == 0)
-            .map(|(_, mass)| mass)
-            .sum();
-        best = best.min(p_mass + 1.0 - inside);
-    }
-    best
+struct WindowNode<'a> {
+    two_step: TwoStep<'a, WindowRule>,
+    fallback: bool,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dist(v: &[f64]) -> Dist {
-        Dist::new(v.to_vec()).unwrap()
+impl Prepared for WindowNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
     }
 
-    #[test]
-    fn seven_token_example_prefix() {
-        let p = dist(&[0.35, 0.25, 0.15, 0.10, 0.08, 0.05, 0.02]);
-        let q = dist(&[0.20, 0.30, 0.05, 0.15, 0.10, 0.15, 0.05]);
-        let star = pstar_iid(&p, &q, 2);
-        assert!((star.value - 0.9375).abs() < 1e-12);
-        assert_eq!(star.set, vec![1, 3, 4, 5, 6]);
-        let sets = SetMasses::of(DraftLaw::Independent, &Drafts::identical(&q, 2)).unwrap();
-        assert!((pstar_flow(&p, &sets).value - 0.9375).abs() < 1e-12);
-        assert!((pstar_bruteforce(&p, &sets) - 0.9375).abs() < 1e-12);
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
     }
 
-    #[test]
-    fn k_one_is_one_minus_total_variation() {
-        let p = dist(&[0.4, 0.3, 0.2, 0.1]);
-        let q = dist(&[0.1, 0.2, 0.3, 0.4]);
-        assert!((pstar_iid(&p, &q, 1).value - 0.6).abs() < 1e-15);
+    fn selection_acceptance(&self) -> Option<f64> {
+        Some(self.two_step.rule.selection_acceptance)
     }
 
-    #[test]
-    fn tuple_limit_is_a_clear_error() {
-        let q = Dist::from_trusted(vec![1.0 / 2000.0; 2000]);
-        let err = SetMasses::of(DraftLaw::Independent, &Drafts::identical(&q, 2)).unwrap_err();
-        assert!(err.message.contains("limit"), "{err}");
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+}
+
+/// The Global Resolution rule as a two-step selection rule.
+struct GrRule(GlobalResolution);
+
+impl SelectionRule for GrRule {
+    fn choose(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let alpha = self.0.alpha(inputs);
+        let i = sample_with(alpha.len(), |i| alpha[i].1, rng.uniform()).unwrap_or(0);
+        alpha[i].0
+    }
+
+    fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        self.0.alpha(inputs)
+    }
+
+    fn intermediate(&self, y: u32) -> f64 {
+        self.0.intermediate(y)
+    }
+}
+
+struct GrNode<'a> {
+    two_step: TwoStep<'a, GrRule>,
+    fallback: bool,
+}
+
+impl Prepared for GrNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
+    }
+
+    fn selection_acceptance(&self) -> Option<f64> {
+        Some(self.two_step.rule.0.stats.selection_acceptance)
+    }
+
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+}
+
+/// Paper mode at one node: Global Resolution's slice, rejections drawn
+/// from the outer residual. Nodes whose slice misses `p` by more than the
+/// tolerance (in L1, from the closed-form output law) count as fallbacks.
+struct GrPaperNode {
+    rule: GlobalResolution,
+    vocab: usize,
+    fallback: bool,
+}
+
+impl Prepared for GrPaperNode {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let (choices, reject) = self.rule.paper_slice(inputs);
+        let weight = |i: usize| choices.get(i).map_or(reject, |c| c.1);
+        match sample_with(choices.len() + 1, weight, rng.uniform()) {
+            Some(i) if i < choices.len() => choices[i].0,
+            _ => {
+                let residual = self.rule.residual();
+                sample_with(residual.len(), |i| residual[i].1, rng.uniform())
+                    .map_or(inputs[0], |i| residual[i].0)
+            }
+        }
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        let (choices, reject) = self.rule.paper_slice(inputs);
+        let mut law = vec![0.0; self.vocab];
+        for (x, w) in choices {
+            law[x as usize] += w;
+        }
+        for &(x, r) in self.rule.residual() {
+            law[x as usize] += reject * r;
+        }
+        law
+    }
+
+    fn acceptance(&self) -> Option<f64> {
+        Some(self.rule.stats.paper_acceptance)
+    }
+
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+}
+
+/// A node the optimal sampler could not afford: an exact scheme in its place.
+struct Fallback<'a>(Box<dyn Prepared + 'a>);
+
+impl Prepared for Fallback<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.0.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.0.conditional_law(inputs)
+    }
+
+    fn acceptance(&self) -> Option<f64> {
+        self.0.acceptance()
+    }
+
+    fn fallback(&self) -> bool {
+        true
+    }
+}
+
+/// The max-flow oracle for small supports (any independent drafts).
+fn flow_oracle<'a>(p: &'a Dist, sets: SetMasses) -> Box<dyn Prepared + 'a> {
+    let plan = pstar_flow(p, &sets);
+    let mut alphas = HashMap::with_capacity(sets.sets.len());
+    let mut intermediate: HashMap<u32, f64> = HashMap::new();
+    for ((set, mass), flows) in sets.sets.into_iter().zip(plan.flows) {
+        let routed: f64 = flows.iter().map(|f| f.1).sum();
+        let leftover = (mass - routed).max(0.0);
+        let mut alpha: Vec<(u32, f64)> = set.iter().map(|&y| (y, 0.0)).collect();
+        for (y, flow) in flows {
+            alpha
+                .iter_mut()
+                .find(|a| a.0 == y)
+                .expect("flow into the set")
+                .1 += flow;
+        }
+        alpha[0].1 += leftover; // the set is sorted: index 0 is the smallest id
+        for entry in &mut alpha {
+            *intermediate.entry(entry.0).or_insert(0.0) += entry.1;
+            entry.1 /= mass;
+        }
+        alphas.insert(set, alpha);
+    }
+    Box::new(OptimalNode {
+        two_step: TwoStep {
+            p,
+            rule: OracleRule {
+                alphas,
+                intermediate,
+            },
+        },
+        pstar: plan.value,
+    })
+}
+
+struct OracleRule {
+    /// `α(σ)` for every input set with positive probability.
+    alphas: HashMap<Vec<u32>, Vec<(u32, f64)>>,
+    intermediate: HashMap<u32, f64>,
+}
+
+impl OracleRule {
+    /// `α` for the tuple's set; a tuple of probability zero takes its first input.
+    fn alpha_of(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        self.alphas
+            .get(&input_set(inputs))
+            .cloned()
+            .unwrap_or_else(|| vec![(inputs[0], 1.0)])
+    }
+}
+
+impl SelectionRule for OracleRule {
+    fn choose(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        let alpha = self.alpha_of(inputs);
+        let i = sample_with(alpha.len(), |i| alpha[i].1, rng.uniform()).unwrap_or(0);
+        alpha[i].0
+    }
+
+    fn alpha(&self, inputs: &[u32]) -> Vec<(u32, f64)> {
+        self.alpha_of(inputs)
+    }
+
+    fn intermediate(&self, y: u32) -> f64 {
+        self.intermediate.get(&y).copied().unwrap_or(0.0)
+    }
+}
+
+struct OptimalNode<'a> {
+    two_step: TwoStep<'a, OracleRule>,
+    pstar: f64,
+}
+
+impl Prepared for OptimalNode<'_> {
+    fn select(&self, inputs: &[u32], rng: &mut SpecRng) -> u32 {
+        self.two_step.select(inputs, rng)
+    }
+
+    fn conditional_law(&self, inputs: &[u32]) -> Vec<f64> {
+        self.two_step.conditional_law(inputs)
+    }
+
+    /// Landing is at least the selection acceptance, which the optimal plan
+    /// makes `P*`, and no exact scheme lands more often than `P*`.
+    fn acceptance(&self) -> Option<f64> {
+        Some(self.pstar)
+    }
+
+    fn selection_acceptance(&self) -> Option<f64> {
+        self.two_step.selection_acceptance()
     }
 }

@@ -1,9 +1,9 @@
 //! Traversal Verification (Weng, Hu et al., NeurIPS 2025, arXiv 2505.12398;
-//! `docs/schemes.md` m): the drafted tree is verified from the leaves to the root
+//! `docs/schemes/traversal.md`): the drafted tree is verified from the leaves to the root
 //! with sequence-level weights, and a rejected subtree hands its mass back to
 //! its parent's residual.
 //!
-//! The paper's code is unpublished; this is a reconstruction (issue 27),
+//! The paper's code is unpublished; this is a reconstruction,
 //! trusted only because its exact round law equals the target's
 //! (`tests/it/traversal.rs`). Every node `u` carries a residual target `R_u`
 //! (first `p(·|u)`), a weight `w_u` (the probability that what is left of
@@ -19,7 +19,7 @@ use std::rc::Rc;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::draft::DraftLaw;
+use super::blocks::draft::DraftLaw;
 use super::look::{Look, Marker, palette};
 use super::paths::{Ending as PathEnding, Kept, PathVerifier, Paths, WrongReading};
 use super::registry::{Entry, Param, ParamKind};
@@ -51,6 +51,7 @@ pub const ENTRY: Entry = Entry {
         ),
     ],
     in_bench_defaults: false,
+    in_round_bound: &["traversal", "traversal:tree=merged", "traversal:tree=distinct"],
     build: |args| {
         let tree = match args.choice("tree")? {
             "merged" => TreeMode::Merged,
@@ -136,7 +137,7 @@ impl PathVerifier for Traversal {
         true
     }
 
-    /// The lossless rule's wrong readings: its pitfalls (`docs/schemes.md` m).
+    /// The lossless rule's wrong readings: its pitfalls (`docs/schemes/traversal.md`).
     fn wrong_readings(&self) -> Vec<WrongReading> {
         if self.reading != Reading::Lossless {
             return Vec::new();
@@ -145,17 +146,17 @@ impl PathVerifier for Traversal {
             (
                 Reading::ParentWeightBySiblingMass,
                 "parent-weight-by-sibling-mass",
-                "docs/schemes.md m (pitfall: w ← min(s/(1 − S(x)), 1) after a rejection)",
+                "docs/schemes/traversal.md (pitfall: w ← min(s/(1 − S(x)), 1) after a rejection)",
             ),
             (
                 Reading::BonusFromTarget,
                 "bonus-from-target",
-                "docs/schemes.md m (pitfall: the token after an accepted node from p, not R)",
+                "docs/schemes/traversal.md (pitfall: the token after an accepted node from p, not R)",
             ),
             (
                 Reading::WeightKept,
                 "weight-kept",
-                "docs/schemes.md m (pitfall: the weight unchanged after a rejection)",
+                "docs/schemes/traversal.md (pitfall: the weight unchanged after a rejection)",
             ),
         ]
         .into_iter()

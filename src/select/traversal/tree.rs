@@ -1,13 +1,13 @@
 //! The drafted tree Traversal Verification walks, and the walk itself:
 //! weights from the leaves up, a rejected subtree's mass handed back to
-//! its parent's residual (`docs/schemes.md` m).
+//! its parent's residual (`docs/schemes/traversal.md`).
 
 use std::rc::Rc;
 
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::super::draft::{remaining_mass, support_mass};
+use super::super::blocks::draft::{remaining_mass, support_mass};
 use super::super::paths::Paths;
 use super::super::specinfer::{aligned_get, sample_aligned, support_values};
 use super::TreeMode;
@@ -173,7 +173,7 @@ impl DraftTree {
 
 /// Which update rule the traversal follows. Only [`Reading::Lossless`] is
 /// exact; the others are published or tempting readings kept so that the
-/// tests show the enumeration tells them apart (`docs/schemes.md` m, pitfalls).
+/// tests show the enumeration tells them apart (`docs/schemes/traversal.md`, pitfalls).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reading {
     Lossless,

@@ -1,4 +1,4 @@
-//! The round's optimum as a linear program (issue 27 §4): over drafted
+//! The round's optimum as a linear program: over drafted
 //! trees `D` and emitted strings `e` (a drafted prefix, root included, plus
 //! one token), maximise `E[|e|]` subject to `Σ_e π(D, e) = Q(D)` and the law
 //! of `e` continued by `p` being `p`. Any lossless round verifier that sees

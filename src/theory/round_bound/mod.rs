@@ -22,29 +22,21 @@ use lp::{Bound, drafted_tries, round_dual, round_lp};
 use node_lp::{NodeBound, node_lp};
 pub use readings::ReadingRow;
 
-/// The verifiers `round-bound` lists by default, in order: block
-/// verification, HSD (exact reading), SpecInfer (the walk, `docs/schemes.md`
-/// §2.1), RSD, SpecHub, Traversal Verification in its three tree modes, GBV
-/// and GLS. A scheme whose exact
-/// round law `decode::exact::round_law` enumerates, and whose drafting is
-/// its `draft_law()` at the root then independent chains, is one more
-/// entry here.
-pub const SCHEMES: &[&str] = &[
-    "block",
-    "hsd",
-    "specinfer",
-    "rsd",
-    "spechub",
-    "traversal",
-    "traversal:tree=merged",
-    "traversal:tree=distinct",
-    "gbv",
-    "gls",
-];
+/// The verifiers `round-bound` lists by default: the labels each registry
+/// entry names in `in_round_bound`, in the registry's order. A scheme whose
+/// exact round law `decode::exact::round_law` enumerates, and whose drafting
+/// is its `draft_law()` at the root then independent chains, is listed by
+/// naming itself there.
+pub fn default_schemes() -> Vec<&'static str> {
+    crate::select::SCHEMES
+        .iter()
+        .flat_map(|entry| entry.in_round_bound.iter().copied())
+        .collect()
+}
 
 /// How a round's tree is drafted: the K rows' law at their first branching
 /// token, K, and the trunk drafted on one row before they branch (delayed
-/// tree expansion, `docs/schemes.md` §2.2.1; 0: the rows branch at the root).
+/// tree expansion, `docs/schemes.md#delayed-tree-expansion-a-trunk`; 0: the rows branch at the root).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Drafting {
     #[serde(rename = "draft_law")]
@@ -119,7 +111,8 @@ pub struct RoundBoundReport {
     pub readings: Vec<ReadingRow>,
 }
 
-/// Computes the report: every scheme of `schemes` (default [`SCHEMES`])
+/// Computes the report: every scheme of `schemes` (default
+/// [`default_schemes`])
 /// enumerated, one LP per drafting; the full LP and its dual too where
 /// `check` is set.
 pub fn round_bound(
@@ -152,7 +145,7 @@ pub fn round_bound_with_trunk(
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect(),
-        None => SCHEMES.iter().map(|s| s.to_string()).collect(),
+        None => default_schemes().into_iter().map(String::from).collect(),
     };
     if names.is_empty() {
         return Err(

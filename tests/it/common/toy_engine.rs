@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use specbench::decode::exact::{RoundModels, StringLaw};
 use specbench::decode::{DecodeConfig, Generation, generate};
+use specbench::exactness::gtest::g_test;
 use specbench::laws::{Dist, Processing};
 use specbench::model::{ContextLogits, HistoryLm, ToyLm};
 use specbench::rng::SpecRng;
 use specbench::select::Scheme;
-use specbench::verify::gtest::g_test;
 
 pub const TARGET_ID: u64 = 11;
 pub const DRAFT_ID: u64 = 23;

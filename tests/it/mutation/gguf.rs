@@ -341,7 +341,8 @@ const EVERY_KIND: &[&str] = &[
     "rope_freqs.weight",
 ];
 
-/// Mutants that must be rejected, not loaded silently (issue #41).
+/// Mutants that must be rejected, not loaded silently: a file that claims
+/// what it does not hold is an error, never a model.
 fn must_reject(name: &str) -> bool {
     name.contains("not a multiple of general.alignment")
         || name.ends_with("rope.freq_base = NaN")

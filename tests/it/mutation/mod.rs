@@ -1,4 +1,4 @@
-//! The mutation suite (issue #41): every reader of user input, handed
+//! The mutation suite: every reader of user input, handed
 //! damaged copies of the repository's own files, must end in success or
 //! exit 1/2 with a one-line `error:` — no panic, abort or signal — within
 //! [`TIME_BOUND`] and under a 4 GiB address-space limit.

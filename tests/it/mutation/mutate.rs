@@ -60,8 +60,8 @@ pub fn draw<'a>(from: &[&'a str], k: usize, rng: &mut Rng) -> Vec<&'a str> {
         .collect()
 }
 
-/// Counts and lengths as issue #41 names them: empty, one, and sizes no
-/// machine holds.
+/// Counts and lengths a damaged file may claim: empty, one, and sizes no
+/// machine holds (the reader must refuse them, not allocate them).
 pub const COUNTS: &[(&str, u64)] = &[
     ("0", 0),
     ("1", 1),

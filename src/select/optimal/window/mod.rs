@@ -39,9 +39,9 @@ use free::Free;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::super::two_step::SelectionRule;
-use super::prefix::h_star;
-use super::ratio_sort::sort_keyed_indices;
+use super::super::blocks::two_step::SelectionRule;
+use crate::select::blocks::pstar::prefix::h_star;
+use crate::select::blocks::pstar::ratio_sort::sort_keyed_indices;
 
 /// `group_of` for a token placed on its own (groups are 0, outer, and 1,
 /// inner).

@@ -12,13 +12,13 @@
 //!   on at most [`RACE_SAMPLES`] positions (each costs a race over both
 //!   supports).
 //!
-//! Drafter invariance (i) is a sequence-level property: `tests/it/race.rs`.
+//! Drafter invariance (i) is a sequence-level property: `tests/it/ersd.rs`.
 
 use std::collections::BTreeMap;
 
 use crate::rng::SpecRng;
 use crate::select::DraftLaw;
-use crate::select::race::{Race, first_arrivals, landing_probability, race_winner, rank_law};
+use crate::select::ersd::{Race, first_arrivals, landing_probability, race_winner, rank_law};
 use crate::theory::optimum;
 
 use super::gtest::g_test;

@@ -1,5 +1,5 @@
 //! The two-input selection rule behind every importance-sampling scheme
-//! (`docs/schemes.md` f.2, f.3, g), and the exact `p_I` it induces.
+//! (`docs/schemes/is.md#truncated-lp`, `docs/schemes/is.md#non-identical-drafts`, `docs/schemes/is.md#weighted-variants`), and the exact `p_I` it induces.
 //!
 //! Inputs `X_1 ~ q1`, `X_2 ~ q2`, independent. Draftable tokens are ranked by
 //! a priority key `d = p − q1·q2`; the `M` best form the alphabet `Ω′`, its
@@ -14,9 +14,10 @@
 //! | one in `Ω′`                 | that one                                  |
 //! | both in `Ω₀`                | `x_1` w.p. `c` (½; 1 for "always X_1")    |
 //!
-//! `σ` comes from the truncated LP, solved as a max-flow (f.2/f.3), or from
-//! a weight function (g). For identical drafts (`q1 = q2`) the ordered-pair
-//! program is the unordered one of f.2 written twice: the same `p_I`
+//! `σ` comes from the truncated LP, solved as a max-flow (`docs/schemes/is.md#truncated-lp`,
+//! `#non-identical-drafts`), or from a weight function
+//! (`docs/schemes/is.md#weighted-variants`). For identical drafts (`q1 = q2`) the ordered-pair
+//! program is the unordered one of the truncated LP written twice: the same `p_I`
 //! formulas and the same optimal value.
 
 use std::cmp::Ordering;
@@ -277,7 +278,7 @@ impl AlphabetRule {
         self.q1[r] * self.q2[r] + self.q1[r] * below2 + below1 * self.q2[r]
     }
 
-    /// The truncated LP on `Ω₁` as a max-flow (`docs/schemes.md` f.2 step 4):
+    /// The truncated LP on `Ω₁` as a max-flow (`docs/schemes/is.md#truncated-lp` step 4):
     /// source → ordered pair `(u, v)` (capacity `q1_u q2_v`) → tokens `u`, `v`
     /// → sink (capacity `(p_k − f_k)_+`). Unrouted pair mass goes to the
     /// higher-priority token of the pair.
@@ -342,7 +343,7 @@ impl AlphabetRule {
         sigma
     }
 
-    /// `p_I` of the alphabet token of rank `r` (`docs/schemes.md` f.3).
+    /// `p_I` of the alphabet token of rank `r` (`docs/schemes/is.md#non-identical-drafts`).
     fn alphabet_p_i(&self, r: usize) -> f64 {
         let (q1k, q2k) = (self.q1[r], self.q2[r]);
         if r < self.inner {

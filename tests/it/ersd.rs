@@ -3,7 +3,7 @@
 //! same seed, whatever the draft model, K or L — and drafting still saves
 //! target calls when the draft is close.
 
-use specbench::decode::race::race_autoregressive;
+use specbench::decode::ersd::race_autoregressive;
 use specbench::decode::{DecodeConfig, generate};
 use specbench::laws::Processing;
 use specbench::model::{HistoryLm, ToyLm};
@@ -99,7 +99,7 @@ fn ersd_with_the_target_as_drafter_accepts_every_token() {
 fn a_race_indexed_by_depth_instead_of_position_is_caught() {
     // Negative control: a stream where every round restarts the race at
     // position 0 differs from race sampling (positions repeat).
-    use specbench::select::race::{Race, race_winner};
+    use specbench::select::ersd::{Race, race_winner};
     let target_model = ToyLm::new(11, 5, None);
     let race = Race::new(42);
     let law = |prefix: &[u32]| {

@@ -1,4 +1,4 @@
-//! How the K input tokens are drafted (`docs/schemes.md` §2.2), as a law that can
+//! How the K input tokens are drafted (`docs/schemes.md#draft-laws-other-than-k-independent-chains`), as a law that can
 //! be sampled (for runs and sampling tests) and enumerated exactly (for the
 //! exactness tests and `theory accept`).
 
@@ -7,8 +7,8 @@ use std::cmp::Ordering;
 use crate::laws::{CdfSampler, Dist, sample_with};
 use crate::rng::SpecRng;
 
-use super::Drafts;
 use super::id_filter::IdFilter;
+use crate::select::Drafts;
 
 /// The joint law of the inputs a scheme expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -162,7 +162,7 @@ pub fn remaining_mass(q: &Dist, total: f64, drawn: &[u32]) -> f64 {
 }
 
 /// Hu et al.'s greedy draft set: the deterministic tokens `D` and the law
-/// `q′` of the one sampled token (`docs/schemes.md` l).
+/// `q′` of the one sampled token (`docs/schemes/greedy.md`).
 #[derive(Clone, Debug)]
 pub struct GreedyDraft<'a> {
     /// The K−1 most likely tokens, ties by smaller id, in that order.

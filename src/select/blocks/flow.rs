@@ -1,5 +1,5 @@
 //! Maximum flow (Dinic) in f64 for the small transport networks of the
-//! truncated LP (`docs/schemes.md` f.2) and of `P*` (h).
+//! truncated LP (`docs/schemes/is.md#truncated-lp`) and of `P*` (`docs/schemes/optimal.md`).
 //!
 //! No crate fits: the maintained max-flow implementations want integer or
 //! `Ord` capacities, and these are probabilities. Residual capacities below

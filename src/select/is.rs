@@ -1,17 +1,18 @@
-//! The paper's IS scheme (Khisti et al.; `docs/schemes.md` f): the two-step
+//! The paper's IS scheme (Khisti et al.; `docs/schemes/is.md`): the two-step
 //! sampler with pair weights from a truncated LP (alphabet `M`, LP block `s`),
-//! K = 2 directly and K > 2 through a tournament of pair stages (f.4).
+//! K = 2 directly and K > 2 through a tournament of pair stages
+//! (`docs/schemes/is.md#tournament`).
 
 use crate::laws::Dist;
 
-use super::pair::{InnerRule, PairConfig};
-use super::tournament::Tournament;
-use super::two_step::TwoStep;
+use super::blocks::pair::{InnerRule, PairConfig};
+use super::blocks::tournament::Tournament;
+use super::blocks::two_step::TwoStep;
 use super::{Drafts, Prepared, Scheme, SchemeError, fail};
 use super::look::{Look, Marker, palette};
 use super::registry::{Entry, Param, ParamKind};
 
-/// `m`, the alphabet of the LP and of the weighted rules (`weighted.rs`).
+/// `m`, the alphabet of the LP and of the weighted rules (`blocks/weighted.rs`).
 pub const ALPHABET_PARAM: Param = Param {
     name: "m",
     kind: ParamKind::Whole {
@@ -40,6 +41,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::VERMILLION, Marker::Triangle),
     variant_looks: &[],
     in_bench_defaults: true,
+    in_round_bound: &[],
     build: |args| {
         Ok(Box::new(ImportanceSampling::new(
             args.whole("m")?,

@@ -1,4 +1,4 @@
-//! Exponential races (Kobus & Gündüz; `docs/schemes.md` j): the randomness ERSD
+//! Exponential races (Kobus & Gündüz; `docs/schemes/ersd.md`): the randomness ERSD
 //! shares between drafter and verifier, the rank law of the target's winner
 //! in the draft race, and the optimal draft tree.
 //!
@@ -31,6 +31,7 @@ pub const ENTRY: Entry = Entry {
     look: Look::new(palette::ROSE, Marker::Square),
     variant_looks: &[("ersd:tree=optimal", Look::new(palette::WINE, Marker::Triangle))],
     in_bench_defaults: false,
+    in_round_bound: &[],
     build: |args| {
         let tree = match args.choice("tree")? {
             "optimal" => RaceTree::Optimal,
@@ -121,7 +122,7 @@ impl Ord for Arrival {
 }
 
 /// The rank law `π(r) = Pr[R = r]`, `r = 1..=|supp q|`, of the target's race
-/// winner among the draft race's arrivals (`docs/schemes.md` j). Mass where the
+/// winner among the draft race's arrivals (`docs/schemes/ersd.md`). Mass where the
 /// winner has `q = 0` (never drafted) is left out, so the full law sums to
 /// `p(supp q)`. Only the first `max_rank` ranks are computed.
 ///
@@ -350,7 +351,7 @@ pub fn rank_of(race: &Race, position: u64, q: &Dist, y: u32) -> Option<usize> {
 }
 
 /// Ranks of the target's winner observed in the draft race: the
-/// calibration of `π` (`docs/schemes.md` j, "Estimating π").
+/// calibration of `π` (`docs/schemes/ersd.md`, "Estimating π").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankHistogram {
     /// `counts[r − 1]`: observations of rank `r`.
@@ -389,7 +390,7 @@ impl RankHistogram {
 
 /// ERSD as a registered scheme. Its randomness is shared with the drafter,
 /// so it has no per-node rule on fresh coins: the decode engine runs it as a
-/// race ([`crate::decode::race`]) and `verify` checks it with the race tests
+/// race ([`crate::decode::ersd`]) and `verify` checks it with the race tests
 /// of `docs/exactness.md` §1.1.
 #[derive(Clone, Copy, Debug)]
 pub struct Ersd {

@@ -1,4 +1,4 @@
-//! Simple weighted importance-sampling rules (`docs/schemes.md` g): two-step
+//! Simple weighted importance-sampling rules (`docs/schemes/is.md#weighted-variants`): two-step
 //! schemes whose pair weights come from a fixed function instead of an LP.
 //! Like `is`, pairs outside the alphabet go to the alphabet token, so the
 //! exact `p_I` costs O(V + M²); K > 2 runs the same tournament.
@@ -8,49 +8,13 @@ use crate::laws::Dist;
 use super::pair::{InnerRule, PairConfig};
 use super::tournament::Tournament;
 use super::two_step::TwoStep;
-use super::{Drafts, Prepared, Scheme, SchemeError, fail};
-use super::importance::{ALPHABET_PARAM, DEFAULT_ALPHABET};
-use super::look::{Look, Marker, palette};
-use super::registry::{Args, Entry};
+use crate::select::is::{ALPHABET_PARAM, DEFAULT_ALPHABET};
+use crate::select::look::Look;
+use crate::select::registry::{Args, Entry};
+use crate::select::{Drafts, Prepared, Scheme, SchemeError, fail};
 
-/// The five rules, one registry entry each.
-pub const IS_RATIO: Entry = entry(
-    Variant::Ratio,
-    "two-step with weights p/q_i (self-normalised IS)",
-    Look::new(palette::BLUE, Marker::Diamond),
-    true,
-    |args| build(Variant::Ratio, args),
-);
-pub const IS_TARGET: Entry = entry(
-    Variant::Target,
-    "two-step with weights p",
-    Look::new(palette::GREEN, Marker::Cross),
-    false,
-    |args| build(Variant::Target, args),
-);
-pub const IS_UNIFORM: Entry = entry(
-    Variant::Uniform,
-    "two-step choosing either input w.p. ½ per stage",
-    Look::new(palette::PURPLE, Marker::Circle),
-    false,
-    |args| build(Variant::Uniform, args),
-);
-pub const IS_FIRST: Entry = entry(
-    Variant::First,
-    "two-step always choosing the first input (p_I = q_1)",
-    Look::new(palette::OLIVE, Marker::Square),
-    false,
-    |args| build(Variant::First, args),
-);
-pub const IS_PRIORITY: Entry = entry(
-    Variant::Priority,
-    "two-step keeping the input with the larger p − q1·q2 (is at s = 1)",
-    Look::new(palette::TEAL, Marker::Triangle),
-    true,
-    |args| build(Variant::Priority, args),
-);
-
-const fn entry(
+/// The registry entry of one variant (each in its own file, named by its id).
+pub const fn entry(
     variant: Variant,
     summary: &'static str,
     look: Look,
@@ -70,11 +34,12 @@ const fn entry(
         look,
         variant_looks: &[],
         in_bench_defaults,
+        in_round_bound: &[],
         build,
     }
 }
 
-fn build(variant: Variant, args: &Args) -> Result<Box<dyn Scheme>, SchemeError> {
+pub fn build(variant: Variant, args: &Args) -> Result<Box<dyn Scheme>, SchemeError> {
     let alphabet = if variant.uses_alphabet() {
         args.whole("m")?
     } else {

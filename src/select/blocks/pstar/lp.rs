@@ -1,4 +1,4 @@
-//! The full optimal-transport LP (`docs/schemes.md` h), solved by simplex
+//! The full optimal-transport LP (`docs/schemes/optimal.md`), solved by simplex
 //! (microlp): an oracle for `P*` that shares no code with the prefix rule or
 //! the max-flow. Variables `g_{y,x} = Q(x)·β_y(x) ≥ 0` for every input tuple
 //! `x` and token `y`; maximise the mass with `y ∈ set(x)`. Small V only.
@@ -7,7 +7,7 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem, SolveOutcome};
 
 use crate::laws::Dist;
 
-use super::super::{SchemeError, fail, too_large};
+use crate::select::{SchemeError, fail, too_large};
 
 /// Most variables the oracle will build.
 pub const VARIABLE_LIMIT: usize = 50_000;

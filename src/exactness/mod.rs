@@ -11,10 +11,10 @@
 //!    and `select` produce outputs that pass a G-test against `p`, and land
 //!    as often as the closed form says (5 standard errors).
 
+pub mod ersd;
+pub mod gls;
 pub mod gtest;
 pub mod instances;
-pub mod lists;
-pub mod race;
 pub mod rounds;
 pub mod shared_noise;
 
@@ -220,8 +220,8 @@ pub fn verify(options: &VerifyOptions) -> Result<VerifyReport, SchemeError> {
 /// All checks for one scheme.
 pub fn check_scheme(scheme: &dyn Scheme, options: &VerifyOptions) -> SchemeCheck {
     match scheme.decoding() {
-        Decoding::Race(_) => return check_shared_noise(scheme, options, &race::CHECKS),
-        Decoding::Lists => return check_shared_noise(scheme, options, &lists::CHECKS),
+        Decoding::Race(_) => return check_shared_noise(scheme, options, &ersd::CHECKS),
+        Decoding::Lists => return check_shared_noise(scheme, options, &gls::CHECKS),
         Decoding::Walk | Decoding::Paths(_) => {}
     }
     let instances = instances_for(scheme, options.seed, options.instances);

@@ -1,5 +1,5 @@
 //! The multi-stage tournament behind `is` and the weighted IS rules
-//! (`docs/schemes.md` f.4): the incumbent `W` (law `d`) meets `X_m` in a pair
+//! (`docs/schemes/is.md#tournament`): the incumbent `W` (law `d`) meets `X_m` in a pair
 //! stage; the winner's exact law becomes the next `d`. With K = 1 there are
 //! no stages and the rule is "take `X_1`" (`p_I = q_1`), so the two-step
 //! sampler is SD; with K = 2 it is one pair stage.
@@ -29,9 +29,9 @@ use std::sync::Arc;
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::Drafts;
 use super::pair::{PairConfig, PairRule, gather, union};
 use super::two_step::{SelectionRule, add_weight};
+use crate::select::Drafts;
 
 mod iid;
 
@@ -159,8 +159,8 @@ impl SelectionRule for Tournament<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::pair::InnerRule;
-    use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
+    use crate::select::blocks::pair::InnerRule;
 
     fn configs() -> [PairConfig; 3] {
         let config = |alphabet, inner, rule| PairConfig {

@@ -1,10 +1,10 @@
-//! ERSD rounds (`docs/schemes.md` j): drafter and verifier share exponential
+//! ERSD rounds (`docs/schemes/ersd.md`): drafter and verifier share exponential
 //! races indexed by the absolute output position, so the emitted stream is
 //! token for token the target's own race sampling ([`race_autoregressive`])
 //! whatever the draft model, K or L; drafting only changes how many target
 //! calls it takes.
 //!
-//! Trees (`docs/schemes.md` j): a round drafts a prefix-closed set of rank
+//! Trees (`docs/schemes/ersd.md`): a round drafts a prefix-closed set of rank
 //! paths. [`RaceTree::Chains`] is K chains of L tokens — the first K
 //! arrivals of the draft race at the round's first position, then each
 //! chain's draft race winner (rank paths `(r, 1, 1, …)`).
@@ -31,7 +31,7 @@ use crate::laws::{Dist, Processing};
 use crate::model::{CausalLm, Logits};
 use crate::rng::SpecRng;
 use crate::select::RaceTree;
-use crate::select::race::{
+use crate::select::ersd::{
     Race, RankHistogram, Tree, first_arrivals, multi_draft_tree, optimal_tree, race_winner, rank_of,
 };
 

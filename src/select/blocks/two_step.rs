@@ -1,4 +1,4 @@
-//! The canonical two-step sampler (Theorem 1 of Khisti et al.; `docs/schemes.md` e).
+//! The canonical two-step sampler (Theorem 1 of Khisti et al.; `docs/schemes/is.md#two-step-decomposition`).
 //!
 //! Step 1 picks one input with a selection rule `α`; step 2 runs SD with the
 //! rule's intermediate law `p_I` as the draft. The output is exactly `p` for
@@ -8,7 +8,7 @@
 use crate::laws::Dist;
 use crate::rng::SpecRng;
 
-use super::{Prepared, acceptance_probability, accepts, add_residual_law, sample_residual};
+use crate::select::{Prepared, acceptance_probability, accepts, add_residual_law, sample_residual};
 
 /// A selection rule `α`: a law over each input tuple's own tokens.
 pub trait SelectionRule {

@@ -1,5 +1,4 @@
-//! `P*` for i.i.d. drafts by the sorted prefix (docs/schemes.md, "The
-//! optimum"): order `q`'s support by `p/q` ascending and scan
+//! `P*` for i.i.d. drafts by the sorted prefix (`docs/schemes.md#the-selection-problem-and-its-optimum`): order `q`'s support by `p/q` ascending and scan
 //! `p(S) − q(S)^n` along it. Global Resolution and the window sampler start
 //! from the same scan (`H*`, `m*`), and runs log its value at every node.
 
@@ -7,7 +6,7 @@ use crate::laws::Dist;
 
 use super::ratio_sort::{LiveEntry, sort_by_ratio};
 
-/// `H*` by the sorted prefix with the *smallest* minimiser (`docs/schemes.md` i,
+/// `H*` by the sorted prefix with the *smallest* minimiser (`docs/schemes/optimal.md#global-resolution`,
 /// step 1): returns the `q/p`-descending order and `m*`.
 pub fn h_star(p: &Dist, q: &Dist, n: usize) -> (Vec<u32>, usize, f64) {
     let (zero, live) = ratio_order(p, q);
@@ -79,7 +78,7 @@ fn best_prefix(zero: &[ZeroEntry], live: &[LiveEntry], n: usize) -> (usize, f64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::optimal::ratio_sort::by_ratio;
+    use crate::select::blocks::pstar::ratio_sort::by_ratio;
 
     /// One comparison sort over the full support, the reference for
     /// `ratio_order`'s split and radix passes.
@@ -108,8 +107,8 @@ mod tests {
 
     #[test]
     fn h_star_is_bit_identical_to_the_full_sort() {
+        use crate::exactness::instances::{Realism, Special, realistic_instance, small_instance};
         use crate::rng::SpecRng;
-        use crate::verify::instances::{Realism, Special, realistic_instance, small_instance};
         let mut rng = SpecRng::new(7);
         let mut checked = 0;
         for i in 0..400 {

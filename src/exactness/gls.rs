@@ -21,9 +21,9 @@ use crate::select::gls::Lists;
 use crate::select::gls::law::{landing_by_quadrature, list_bound, node_law};
 use crate::theory::optimum;
 
+use super::ersd::RACE_SAMPLES;
 use super::gtest::{GTest, g_test};
 use super::instances::Instance;
-use super::race::RACE_SAMPLES;
 use super::shared_noise::SharedNoiseChecks;
 use super::{EXACT, EnumerationSummary, SamplingCheck, VerifyOptions};
 
