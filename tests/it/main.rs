@@ -19,6 +19,7 @@ mod exactness;
 mod failed_cells;
 mod fast_paths;
 mod gbv;
+mod gguf_families;
 mod gguf_smollm2;
 mod gguf_tiny;
 mod global_resolution;
