@@ -97,6 +97,8 @@ pub fn gemma_variant(
     caps: (Option<f64>, Option<f64>),
     norm_offset: f64,
 ) -> Result<Variant> {
+    // The sizes first: the tables below are sized by them.
+    base.check()?;
     let scalar =
         positive(config, "query_pre_attn_scalar", Some(256.0))?.unwrap_or(base.head_dim() as f64);
     Ok(Variant {

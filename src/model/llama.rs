@@ -95,6 +95,9 @@ fn gguf_key(name: &str) -> &'static str {
     }
 }
 
+/// More layers than any checkpoint has (the largest have a few hundred).
+const MOST_LAYERS: usize = 1 << 16;
+
 fn default_eps() -> f64 {
     1e-6
 }
@@ -210,6 +213,14 @@ impl LlamaConfig {
                 "max_position_embeddings, hidden_size and num_hidden_layers must be above 0 (they are {}, {}, {})",
                 self.max_position_embeddings,
                 self.hidden_size,
+                self.num_hidden_layers
+            );
+        }
+        // Each layer gets its kind before any weight is read: a count no
+        // checkpoint can hold must not size that list.
+        if self.num_hidden_layers > MOST_LAYERS {
+            bail!(
+                "num_hidden_layers is {}: no checkpoint has more than {MOST_LAYERS} layers (fix config.json num_hidden_layers)",
                 self.num_hidden_layers
             );
         }

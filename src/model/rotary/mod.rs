@@ -60,6 +60,8 @@ pub struct Variant {
 impl Variant {
     /// Llama's decoder: one rotary table, no window, SiLU.
     pub fn llama(config: &LlamaConfig, bias: bool) -> Result<Self> {
+        // The sizes first: the tables below are sized by them.
+        config.check()?;
         if config.hidden_act != "silu" {
             bail!(
                 "activation '{}' is not supported: Llama, Qwen and Mistral checkpoints use silu (config.json hidden_act)",
