@@ -131,7 +131,7 @@ fn block_names(gemma: bool) -> Vec<(&'static str, &'static str)> {
 
 /// Writes fixture `name` as a GGUF file of architecture `arch`, matrices
 /// in `dtype`, norms in F32 (Gemma's as `1 + w`, as the converter adds).
-fn write_gguf(name: &str, arch: &str, dtype: GgmlDType, path: &Path) {
+pub(crate) fn write_gguf(name: &str, arch: &str, dtype: GgmlDType, path: &Path) {
     let dir = fixtures().join(name);
     let config = read_json(&dir.join("config.json"));
     let weights =
@@ -201,7 +201,8 @@ fn difference(model: &mut dyn CausalLm, name: &str) -> f32 {
     worst
 }
 
-const FILES: [(&str, &str); 3] = [
+/// The fixtures written as GGUF, and their llama.cpp architectures.
+pub(crate) const FILES: [(&str, &str); 3] = [
     ("qwen3-tiny", "qwen3"),
     ("gemma2-tiny", "gemma2"),
     ("gemma3-tiny", "gemma3"),

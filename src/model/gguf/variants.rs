@@ -117,6 +117,8 @@ fn fields(file: &GgufFile, arch: &str, config: &LlamaConfig) -> Result<Value> {
 /// `config` (`bias`: Qwen2's q/k/v biases).
 pub fn variant(file: &GgufFile, arch: &str, config: &LlamaConfig, bias: bool) -> Result<Variant> {
     let with_path = |e: anyhow::Error| anyhow::anyhow!("{}: {e}", file.path.display());
+    // The sizes first: the layer kinds and tables are sized by them.
+    config.check().map_err(with_path)?;
     match arch {
         "qwen3" => qwen3::variant(config, &json!({})).map_err(with_path),
         "gemma2" | "gemma3" => {
