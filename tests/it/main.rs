@@ -38,6 +38,7 @@ mod optimal_decode;
 mod optimal_window;
 mod parity;
 mod parity_cost;
+mod parity_gemma;
 mod parity_smollm2;
 mod plot;
 mod plot_inputs;

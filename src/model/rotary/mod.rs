@@ -20,7 +20,7 @@ use super::llama::{LlamaConfig, LlamaWeights};
 
 /// One layer's attention: whether it slides, and which rotary table it
 /// reads (an index into [`Variant::rotaries`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LayerKind {
     pub sliding: bool,
     pub rotary: usize,
@@ -90,15 +90,6 @@ impl Variant {
         let sliding = self.window.is_some();
         self.layers.iter_mut().for_each(|l| l.sliding = sliding);
         Ok(self)
-    }
-}
-
-impl Default for LayerKind {
-    fn default() -> Self {
-        Self {
-            sliding: false,
-            rotary: 0,
-        }
     }
 }
 
