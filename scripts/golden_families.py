@@ -8,10 +8,9 @@ bend the scores and logits of random weights. The script checks both
 omission). Gemma 3 comes twice: a `gemma3_text` checkpoint whose
 config.json is rewritten to the hub's format (`rope_theta`,
 `rope_local_base_freq`, `sliding_window_pattern`, `rope_scaling`), and a
-multimodal `gemma3` one (a two-layer vision tower, language model under
-`model.language_model.*`) in transformers 5's format (`layer_types`,
-`rope_parameters` keyed by layer type). `gemma3-draft-tiny` shares the
-text one's vocabulary (the parity pair).
+multimodal `gemma3` one (a one-layer vision tower, language model under
+`language_model.model.*`, as transformers saves it) in transformers 5's format (`layer_types`,
+`rope_parameters` keyed by layer type).
 """
 
 import json
@@ -52,12 +51,12 @@ def gemma2():
         {"sliding_window": 1000, "attn_logit_softcapping": None, "final_logit_softcapping": None}
 
 
-def gemma3_text_config(layers=6, hidden=32):
+def gemma3_text_config():
     # Six layers: llama.cpp's Gemma 3 pattern (five sliding, one full), its
     # local rope base (10 000) and scale (head_dim), so the GGUF test can
     # convert this checkpoint too.
     return Gemma3TextConfig(
-        **{**SMALL, "hidden_size": hidden}, num_hidden_layers=layers, head_dim=16,
+        **SMALL, num_hidden_layers=6, head_dim=16,
         query_pre_attn_scalar=16, sliding_window=5, sliding_window_pattern=6, rms_norm_eps=1e-6,
         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0,
                                             "rope_theta": 1000.0},
@@ -66,10 +65,6 @@ def gemma3_text_config(layers=6, hidden=32):
 
 def gemma3():
     return Gemma3ForCausalLM(gemma3_text_config()), {"sliding_window": 1000}
-
-
-def gemma3_draft():
-    return Gemma3ForCausalLM(gemma3_text_config(layers=2, hidden=16)), None
 
 
 def gemma3_mm():
@@ -94,7 +89,6 @@ FAMILIES = {
     "gemma2-tiny": gemma2,
     "gemma3-tiny": gemma3,
     "gemma3-mm-tiny": gemma3_mm,
-    "gemma3-draft-tiny": gemma3_draft,
 }
 
 
