@@ -4,8 +4,10 @@
 Creates tiny random models with Hugging Face transformers -- a pre-LayerNorm
 OPT (the 125M / 1.3B ... 66B layout), a 350M-style OPT (post-LayerNorm,
 project_in/project_out with word_embed_proj_dim != hidden), a Llama 3 style
-model (grouped-query attention, llama3 rope scaling, tied head) and a Qwen2
-one (q/k/v biases, untied head) -- saves each with safetensors (and the
+model (grouped-query attention, llama3 rope scaling, tied head), a Qwen2
+one (q/k/v biases, untied head), and Qwen3, Mistral, Gemma 2 and Gemma 3
+ones (scripts/golden_families.py: q/k norms, sliding windows shorter than
+the rows, soft-caps, both Gemma 3 config formats) -- saves each with safetensors (and the
 pre-LN OPT also as a PyTorch pytorch_model.bin named decoder.*), and writes
 the logits transformers computes for a batch of two token rows at every
 position to tests/fixtures/golden.json.
@@ -16,16 +18,20 @@ them) on the text "The weather today": the token ids and the next-token
 log-softmax (checked by `specbench inspect logits`).
 
     python3 -m venv .venv && .venv/bin/pip install torch transformers safetensors
-    .venv/bin/python scripts/golden_models.py
+    .venv/bin/python scripts/golden_models.py            # every fixture
+    .venv/bin/python scripts/golden_models.py families   # the Qwen3, Mistral, Gemma ones
 """
 
 import json
 import os
+import sys
 
 import torch
 import transformers
 from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, OPTConfig,
                           OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+from golden_families import FAMILIES, write_family
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -67,6 +73,14 @@ ROWS = [
 ]
 
 
+def write_families(golden):
+    """The Qwen3, Mistral and Gemma fixtures, from their own seed."""
+    torch.manual_seed(2024)
+    golden["families_transformers"] = transformers.__version__
+    for name, build in FAMILIES.items():
+        golden["models"][name] = write_family(name, build, ROWS, os.path.join(FIXTURES, name))
+
+
 def main():
     torch.manual_seed(1234)
     golden = {"transformers": transformers.__version__, "torch": torch.__version__,
@@ -106,6 +120,7 @@ def main():
             logits = model(torch.tensor(ROWS)).logits.float()
         golden["models"][name] = {"logits": logits.flatten().tolist(),
                                   "shape": list(logits.shape)}
+    write_families(golden)
     tok = AutoTokenizer.from_pretrained(TINY)
     # The weights are stored in float16; specbench computes in float32 from
     # the upcast weights, and so does this reference.
@@ -123,4 +138,13 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["families"]:
+        # Only the Qwen3, Mistral and Gemma fixtures, the others kept.
+        path = os.path.join(FIXTURES, "golden.json")
+        with open(path) as f:
+            golden = json.load(f)
+        write_families(golden)
+        with open(path, "w") as f:
+            json.dump(golden, f)
+    else:
+        main()

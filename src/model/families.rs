@@ -2,7 +2,8 @@
 //! names it, how its decoder is built, and its sizes for the memory plan.
 //! `checkpoint` loads through [`family`], `shape` sizes through it, and the
 //! GGUF reader takes the architectures listed here; a new family is its
-//! decoder file (`opt.rs`, `llama.rs`) plus one entry in [`FAMILIES`]
+//! decoder file (`opt.rs`, `llama.rs`, or a rotary family's `Variant`:
+//! `qwen3.rs`, `mistral.rs`, `gemma2.rs`, `gemma3.rs`) plus one entry in [`FAMILIES`]
 //! (docs/extending.md, "A model family").
 
 use std::path::Path;
@@ -11,9 +12,11 @@ use anyhow::{Context, Result};
 use candle_nn::VarBuilder;
 
 use super::checked_product;
-use super::llama::{Llama, LlamaConfig};
+use super::gemma3::{LanguageModel, language_prefix};
+use super::llama::{LlamaConfig, load_llama};
 use super::opt::{Opt, OptConfig, parameter_count};
-use super::{CausalLm, ModelInfo};
+use super::rotary::{self, Variant};
+use super::{CausalLm, ModelInfo, gemma2, gemma3, mistral, qwen3};
 
 /// What memory depends on: weights, and the key/value cache per position.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,16 +66,95 @@ pub static FAMILIES: &[FamilyEntry] = &[
     FamilyEntry {
         names: &["llama", "LlamaForCausalLM"],
         gguf: &["llama"],
-        load: |input| load_llama(input, false),
+        load: |input| load_llama_family(input, false),
         shape: llama_shape,
     },
     FamilyEntry {
         names: &["qwen2", "Qwen2ForCausalLM"],
         gguf: &["qwen2"],
-        load: |input| load_llama(input, true),
+        load: |input| load_llama_family(input, true),
         shape: llama_shape,
     },
+    FamilyEntry {
+        names: &["qwen3", "Qwen3ForCausalLM"],
+        gguf: &["qwen3"],
+        load: |input| load_rotary(input, &QWEN3),
+        shape: |config, path| rotary_shape(config, path, &QWEN3),
+    },
+    FamilyEntry {
+        names: &["mistral", "MistralForCausalLM"],
+        gguf: &[],
+        load: |input| load_rotary(input, &MISTRAL),
+        shape: |config, path| rotary_shape(config, path, &MISTRAL),
+    },
+    FamilyEntry {
+        names: &["gemma2", "Gemma2ForCausalLM"],
+        gguf: &["gemma2"],
+        load: |input| load_rotary(input, &GEMMA2),
+        shape: |config, path| rotary_shape(config, path, &GEMMA2),
+    },
+    FamilyEntry {
+        names: &[
+            "gemma3_text",
+            "gemma3",
+            "Gemma3ForCausalLM",
+            "Gemma3ForConditionalGeneration",
+        ],
+        gguf: &["gemma3"],
+        load: |input| load_rotary(input, &GEMMA3),
+        shape: |config, path| rotary_shape(config, path, &GEMMA3),
+    },
 ];
+
+/// How a rotary family (other than Llama and Qwen2) reads config.json:
+/// the base fields and its [`Variant`]. Checkpoints store Gemma's norms
+/// as `w` in `x · (1 + w)`: the offset is 1.
+struct Rotary {
+    name: &'static str,
+    read: fn(&serde_json::Value) -> Result<(LlamaConfig, Variant)>,
+}
+
+const QWEN3: Rotary = Rotary {
+    name: "Qwen3",
+    read: |c| {
+        let base: LlamaConfig = serde_json::from_value(c.clone())?;
+        let variant = qwen3::variant(&base, c)?;
+        Ok((base, variant))
+    },
+};
+
+const MISTRAL: Rotary = Rotary {
+    name: "Mistral",
+    read: |c| {
+        let base: LlamaConfig = serde_json::from_value(c.clone())?;
+        let variant = mistral::variant(&base, c)?;
+        Ok((base, variant))
+    },
+};
+
+const GEMMA2: Rotary = Rotary {
+    name: "Gemma 2",
+    read: |c| {
+        let base = gemma2::base_config(c)?;
+        let variant = gemma2::variant(&base, c, 1.0)?;
+        Ok((base, variant))
+    },
+};
+
+const GEMMA3: Rotary = Rotary {
+    name: "Gemma 3",
+    read: |c| {
+        let text = gemma3::text_config(c);
+        let base = gemma3::base(&text)?;
+        let mut variant = gemma3::variant(&base, &text, 1.0)?;
+        if gemma3::is_multimodal(c) {
+            // transformers' Gemma3ForConditionalGeneration leaves the
+            // logits uncapped whatever its text_config says.
+            variant.final_cap = None;
+        }
+        Ok((base, variant))
+    },
+};
 
 /// The family config.json's `name` names.
 pub fn family(name: &str) -> Option<&'static FamilyEntry> {
@@ -121,8 +203,55 @@ fn load_opt(input: FamilyInput) -> Result<Built> {
     Ok((Box::new(Opt::load(opt, (input.weights)()?, info)?), bos))
 }
 
+/// A rotary family's config (see [`Rotary`]), its path in the message.
+fn read_rotary(
+    config: &serde_json::Value,
+    path: &Path,
+    family: &Rotary,
+) -> Result<(LlamaConfig, Variant)> {
+    (family.read)(config).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not a valid {} config: {e}",
+            path.display(),
+            family.name
+        )
+    })
+}
+
+fn load_rotary(input: FamilyInput, family: &Rotary) -> Result<Built> {
+    let (config, variant) = read_rotary(input.config, input.config_path, family)?;
+    let info = ModelInfo {
+        vocab: config.vocab_size,
+        ..input.info
+    };
+    let weights = (input.weights)()?;
+    // A multimodal Gemma 3 keeps its language model under a prefix.
+    let model = match language_prefix(&weights) {
+        Some(prefix) => {
+            let inner = LanguageModel {
+                inner: &weights,
+                prefix,
+            };
+            rotary::load(config, variant, &inner, info)?
+        }
+        None => rotary::load(config, variant, &weights, info)?,
+    };
+    // Their tokenizer.json files carry their own BOS handling.
+    Ok((Box::new(model), None))
+}
+
+fn rotary_shape(config: &serde_json::Value, path: &Path, family: &Rotary) -> Result<ModelShape> {
+    let (config, _) = read_rotary(config, path, family)?;
+    llama_shape_of(&config).with_context(|| {
+        format!(
+            "{}: its sizes overflow a parameter count: fix config.json",
+            path.display()
+        )
+    })
+}
+
 /// Llama and Qwen2 share the decoder; Qwen2 always has q/k/v biases.
-fn load_llama(input: FamilyInput, qwen: bool) -> Result<Built> {
+fn load_llama_family(input: FamilyInput, qwen: bool) -> Result<Built> {
     let family = if qwen { "Qwen2" } else { "Llama" };
     let llama: LlamaConfig = parse(input.config, input.config_path, family)?;
     let info = ModelInfo {
@@ -131,7 +260,7 @@ fn load_llama(input: FamilyInput, qwen: bool) -> Result<Built> {
     };
     // Llama 3 and Qwen2 tokenizer.json files carry their own BOS handling
     // (Qwen has none): never prepend one here.
-    let model = Llama::load(llama, (input.weights)()?, qwen, info)?;
+    let model = load_llama(llama, &(input.weights)()?, qwen, info)?;
     Ok((Box::new(model), None))
 }
 
@@ -206,7 +335,13 @@ mod tests {
                 assert!(std::ptr::eq(family(name).unwrap(), entry), "{name}");
             }
         }
-        assert_eq!(family_names(), "opt, llama, qwen2");
-        assert_eq!(gguf_architectures(), ["llama", "qwen2"]);
+        assert_eq!(
+            family_names(),
+            "opt, llama, qwen2, qwen3, mistral, gemma2, gemma3_text"
+        );
+        assert_eq!(
+            gguf_architectures(),
+            ["llama", "qwen2", "qwen3", "gemma2", "gemma3"]
+        );
     }
 }

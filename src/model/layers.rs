@@ -1,4 +1,4 @@
-//! Pieces the decoders written here (OPT, Llama/Qwen2) share: loading a
+//! Pieces the decoders written here (OPT and the rotary families) share: loading a
 //! linear layer, the causal mask, attention with f32 scores, and the steps
 //! from token ids in to logits out.
 
@@ -59,6 +59,20 @@ pub fn attend(
     mask: Option<&Tensor>,
     scale: f64,
 ) -> Result<Tensor> {
+    attend_capped(q, k, v, mask, scale, None)
+}
+
+/// [`attend`] with the scaled scores soft-capped to `cap · tanh(s / cap)`
+/// before the mask, where `cap` is given (Gemma's
+/// `attn_logit_softcapping`).
+pub fn attend_capped(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    scale: f64,
+    cap: Option<f64>,
+) -> Result<Tensor> {
     let (rows, heads, width, d) = q.dims4()?;
     let dtype = q.dtype();
     let scores = q.matmul(&k.t()?)?.to_dtype(DType::F32)?;
@@ -66,6 +80,10 @@ pub fn attend(
         scores
     } else {
         (scores * scale)?
+    };
+    let scores = match cap {
+        Some(cap) => ((scores / cap)?.tanh()? * cap)?,
+        None => scores,
     };
     let scores = match mask {
         Some(mask) => scores.broadcast_add(mask)?,

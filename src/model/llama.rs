@@ -1,5 +1,7 @@
-//! The Llama decoder family as Hugging Face's `LlamaForCausalLM` and
-//! `Qwen2ForCausalLM` compute it (Llama 3.x, Qwen2.5), on candle.
+//! The Llama family as Hugging Face's `LlamaForCausalLM` and
+//! `Qwen2ForCausalLM` compute it (Llama 3.x, Qwen2.5): the config every
+//! rotary family reads ([`LlamaConfig`]), where the tensors come from
+//! ([`LlamaWeights`]), and Llama's load.
 //!
 //! * RMSNorm before attention and before the MLP, a final RMSNorm.
 //! * Rotary positions (`rotate_half` layout) with `rope_theta`, and Llama
@@ -9,20 +11,20 @@
 //! * SwiGLU MLP `down(silu(gate(x)) · up(x))`; LM head tied to the
 //!   embedding or `lm_head.weight`.
 //!
-//! This file is the family's config, weight names and layers
-//! ([`LlamaLayers`]); the cache, rollback and row selection are
-//! [`CachedDecoder`]'s. The tensors come through [`LlamaWeights`] under
-//! Hugging Face's names: a checkpoint's `VarBuilder`, or a GGUF file
-//! (`super::gguf`, which renames and reorders llama.cpp's tensors).
+//! The layers are the shared rotary decoder's (`super::rotary`), which
+//! other families vary through a `Variant`; the cache, rollback and row
+//! selection are `CachedDecoder`'s. The tensors come through
+//! [`LlamaWeights`] under Hugging Face's names: a checkpoint's
+//! `VarBuilder`, or a GGUF file (`super::gguf`, which renames and
+//! reorders llama.cpp's tensors).
 
 use anyhow::{Context, Result, bail};
-use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, VarBuilder};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
 
 use super::ModelInfo;
-use super::decoder::{CachedDecoder, Family};
-use super::kv_cache::KvCache;
-use super::layers::{Linear, attend};
+use super::layers::Linear;
+use super::rotary::{self, Rotary, Variant};
 
 /// Llama 3's `rope_scaling` (transformers ≤ 4 and the hub checkpoints), or
 /// transformers 5's `rope_parameters`, which also carries `rope_theta`.
@@ -93,6 +95,9 @@ fn gguf_key(name: &str) -> &'static str {
     }
 }
 
+/// More layers than any checkpoint has (the largest have a few hundred).
+const MOST_LAYERS: usize = 1 << 16;
+
 fn default_eps() -> f64 {
     1e-6
 }
@@ -137,13 +142,8 @@ impl LlamaConfig {
         }
     }
 
-    fn check(&self) -> Result<()> {
-        if self.hidden_act != "silu" {
-            bail!(
-                "activation '{}' is not supported: Llama and Qwen2 checkpoints use silu",
-                self.hidden_act
-            );
-        }
+    /// Refuses shapes and numbers no checkpoint of these families has.
+    pub fn check(&self) -> Result<()> {
         if self.num_attention_heads == 0
             || !self.num_attention_heads.is_multiple_of(self.kv_heads())
         {
@@ -154,7 +154,7 @@ impl LlamaConfig {
             );
         }
         if self.mlp_bias {
-            bail!("mlp_bias = true is not supported (no Llama or Qwen2 checkpoint uses it)");
+            bail!("mlp_bias = true is not supported (no checkpoint of these families uses it)");
         }
         self.check_numbers()?;
         if let Some(s) = self.scaling()
@@ -216,11 +216,19 @@ impl LlamaConfig {
                 self.num_hidden_layers
             );
         }
+        // Each layer gets its kind before any weight is read: a count no
+        // checkpoint can hold must not size that list.
+        if self.num_hidden_layers > MOST_LAYERS {
+            bail!(
+                "num_hidden_layers is {}: no checkpoint has more than {MOST_LAYERS} layers (fix config.json num_hidden_layers)",
+                self.num_hidden_layers
+            );
+        }
         Ok(())
     }
 
     /// Inverse frequencies of the rotary embedding, Llama 3 scaling applied.
-    fn inverse_frequencies(&self) -> Vec<f64> {
+    pub fn inverse_frequencies(&self) -> Vec<f64> {
         let d = self.head_dim();
         let base: Vec<f64> = (0..d / 2)
             .map(|i| 1.0 / self.theta().powf(2.0 * i as f64 / d as f64))
@@ -301,273 +309,17 @@ impl LlamaWeights for VarBuilder<'_> {
     }
 }
 
-struct RmsNorm {
-    weight: Tensor,
-    eps: f32,
-}
-
-impl RmsNorm {
-    fn load(w: &dyn LlamaWeights, name: &str, size: usize, eps: f64) -> Result<Self> {
-        Ok(Self {
-            weight: w.tensor(&format!("{name}.weight"), &[size])?,
-            eps: eps as f32,
-        })
-    }
-
-    /// In f32 whatever the weights' dtype, as transformers does.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let dtype = x.dtype();
-        let y = candle_nn::ops::rms_norm(
-            &x.to_dtype(DType::F32)?.contiguous()?,
-            &self.weight.to_dtype(DType::F32)?,
-            self.eps,
-        )?;
-        Ok(y.to_dtype(dtype)?)
-    }
-}
-
-struct Attention {
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
-    heads: usize,
-    kv_heads: usize,
-    head_dim: usize,
-}
-
-impl Attention {
-    /// `prefix`: `model.layers.N.self_attn`.
-    fn load(w: &dyn LlamaWeights, prefix: &str, config: &LlamaConfig, bias: bool) -> Result<Self> {
-        let (h, d) = (config.hidden_size, config.head_dim());
-        let (heads, kv_heads) = (config.num_attention_heads, config.kv_heads());
-        let at = |name: &str| format!("{prefix}.{name}");
-        Ok(Self {
-            q: w.linear(&at("q_proj"), h, heads * d, bias)?,
-            k: w.linear(&at("k_proj"), h, kv_heads * d, bias)?,
-            v: w.linear(&at("v_proj"), h, kv_heads * d, bias)?,
-            o: w.linear(&at("o_proj"), heads * d, h, false)?,
-            heads,
-            kv_heads,
-            head_dim: d,
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Tensor,
-        rotary: (&Tensor, &Tensor),
-        mask: Option<&Tensor>,
-        cache: &mut KvCache,
-        layer: usize,
-    ) -> Result<Tensor> {
-        let (rows, width, _) = x.dims3()?;
-        let split = |t: Tensor, heads: usize| -> Result<Tensor> {
-            Ok(t.reshape((rows, width, heads, self.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()?)
-        };
-        let (cos, sin) = rotary;
-        let q = split(self.q.forward(x)?, self.heads)?;
-        let k = split(self.k.forward(x)?, self.kv_heads)?;
-        let v = split(self.v.forward(x)?, self.kv_heads)?;
-        let q = candle_nn::rotary_emb::rope(&q, cos, sin)?;
-        let k = candle_nn::rotary_emb::rope(&k, cos, sin)?;
-        let (k, v) = cache.append(layer, k, v)?;
-        let groups = self.heads / self.kv_heads;
-        let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
-        let context = attend(&q, &k, &v, mask, (self.head_dim as f64).powf(-0.5))?;
-        self.o.forward(&context)
-    }
-}
-
-/// `[rows, kv_heads, len, d]` → `[rows, kv_heads · groups, len, d]`, each
-/// key/value head serving `groups` query heads in a row.
-fn repeat_kv(x: &Tensor, groups: usize) -> Result<Tensor> {
-    if groups == 1 {
-        return Ok(x.clone());
-    }
-    let (rows, kv_heads, len, d) = x.dims4()?;
-    Ok(x.unsqueeze(2)?
-        .expand((rows, kv_heads, groups, len, d))?
-        .reshape((rows, kv_heads * groups, len, d))?)
-}
-
-struct Block {
-    attention: Attention,
-    input_norm: RmsNorm,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
-    mlp_norm: RmsNorm,
-}
-
-impl Block {
-    /// `prefix`: `model.layers.N`.
-    fn load(w: &dyn LlamaWeights, prefix: &str, config: &LlamaConfig, bias: bool) -> Result<Self> {
-        let (h, i, eps) = (
-            config.hidden_size,
-            config.intermediate_size,
-            config.rms_norm_eps,
-        );
-        let at = |name: &str| format!("{prefix}.{name}");
-        Ok(Self {
-            attention: Attention::load(w, &at("self_attn"), config, bias)?,
-            input_norm: RmsNorm::load(w, &at("input_layernorm"), h, eps)?,
-            gate: w.linear(&at("mlp.gate_proj"), h, i, false)?,
-            up: w.linear(&at("mlp.up_proj"), h, i, false)?,
-            down: w.linear(&at("mlp.down_proj"), i, h, false)?,
-            mlp_norm: RmsNorm::load(w, &at("post_attention_layernorm"), h, eps)?,
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Tensor,
-        rotary: (&Tensor, &Tensor),
-        mask: Option<&Tensor>,
-        cache: &mut KvCache,
-        layer: usize,
-    ) -> Result<Tensor> {
-        let attended =
-            self.attention
-                .forward(&self.input_norm.forward(x)?, rotary, mask, cache, layer)?;
-        let x = (x + attended)?;
-        let h = self.mlp_norm.forward(&x)?;
-        let mlp = self
-            .down
-            .forward(&(candle_nn::ops::silu(&self.gate.forward(&h)?)? * self.up.forward(&h)?)?)?;
-        Ok((x + mlp)?)
-    }
-}
-
-/// Llama-family weights and rotary tables: the [`Family`] behind [`Llama`].
-pub struct LlamaLayers {
-    config: LlamaConfig,
-    embed_tokens: Embedding,
-    lm_head: Linear,
-    blocks: Vec<Block>,
-    norm: RmsNorm,
-    /// The rotary embedding's inverse frequencies, `head_dim / 2` of them.
-    /// The `cos`/`sin` rows are built per call for the positions it feeds:
-    /// a table for the declared context would size memory by a number the
-    /// file states (10M positions in some), not by what the run needs.
-    inverse: Vec<f64>,
-}
-
 /// A Llama-family causal LM (Llama 3.x, Qwen2.5) with a batched KV cache.
-pub type Llama = CachedDecoder<LlamaLayers>;
+pub type Llama = Rotary;
 
-impl Llama {
-    /// `bias`: q/k/v biases (Qwen2 always; Llama when `attention_bias`).
-    pub fn load(config: LlamaConfig, vb: VarBuilder, bias: bool, info: ModelInfo) -> Result<Self> {
-        Self::load_from(config, &vb, bias, info)
-    }
-
-    /// From any [`LlamaWeights`] (a GGUF file: `super::gguf`).
-    pub fn load_from(
-        config: LlamaConfig,
-        weights: &dyn LlamaWeights,
-        bias: bool,
-        info: ModelInfo,
-    ) -> Result<Self> {
-        let device = weights.device().clone();
-        Ok(CachedDecoder::new(
-            LlamaLayers::load(config, weights, bias)?,
-            device,
-            info,
-        ))
-    }
-}
-
-impl LlamaLayers {
-    fn load(config: LlamaConfig, w: &dyn LlamaWeights, bias: bool) -> Result<Self> {
-        config.check()?;
-        if !w.contains("model.embed_tokens.weight") {
-            bail!("the checkpoint has no model.embed_tokens.weight: is it a Llama/Qwen2 model?");
-        }
-        let bias = bias || config.attention_bias;
-        let (v, h) = (config.vocab_size, config.hidden_size);
-        let embedding = w.tensor("model.embed_tokens.weight", &[v, h])?;
-        let lm_head = if config.tie_word_embeddings || !w.contains("lm_head.weight") {
-            w.head("model.embed_tokens.weight", v, h)?
-        } else {
-            w.head("lm_head.weight", v, h)?
-        };
-        let blocks = (0..config.num_hidden_layers)
-            .map(|i| Block::load(w, &format!("model.layers.{i}"), &config, bias))
-            .collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm::load(w, "model.norm", h, config.rms_norm_eps)?;
-        Ok(Self {
-            inverse: config.inverse_frequencies(),
-            embed_tokens: Embedding::new(embedding, h),
-            lm_head,
-            blocks,
-            norm,
-            config,
-        })
-    }
-}
-
-impl LlamaLayers {
-    /// The `cos` and `sin` rows, `[width, head_dim / 2]`, of positions
-    /// `past..past + width`: the angle `t·f` in f64, rounded to f32, then
-    /// cos/sin on the device and the weights' dtype (the same values, row
-    /// for row, as a table built for every position).
-    fn rotary_rows(&self, past: usize, width: usize, device: &Device) -> Result<(Tensor, Tensor)> {
-        let inverse = &self.inverse;
-        let angles: Vec<f32> = (past..past + width)
-            .flat_map(|t| inverse.iter().map(move |f| (t as f64 * f) as f32))
-            .collect();
-        let angles = Tensor::from_vec(angles, (width, inverse.len()), device)?;
-        let dtype = self.embed_tokens.embeddings().dtype();
-        Ok((
-            angles.cos()?.to_dtype(dtype)?,
-            angles.sin()?.to_dtype(dtype)?,
-        ))
-    }
-}
-
-impl Family for LlamaLayers {
-    /// The rows of the `cos` and `sin` tables at the call's positions.
-    type Positional = (Tensor, Tensor);
-
-    fn vocab_size(&self) -> usize {
-        self.config.vocab_size
-    }
-
-    fn eos_token(&self) -> Option<u32> {
-        self.config.eos()
-    }
-
-    fn max_positions(&self) -> usize {
-        self.config.max_position_embeddings
-    }
-
-    fn layers(&self) -> usize {
-        self.blocks.len()
-    }
-
-    fn embed(&self, ids: &Tensor, past: usize) -> Result<(Tensor, (Tensor, Tensor))> {
-        let width = ids.dim(1)?;
-        let (cos, sin) = self.rotary_rows(past, width, ids.device())?;
-        Ok((self.embed_tokens.forward(ids)?, (cos, sin)))
-    }
-
-    fn block(
-        &self,
-        layer: usize,
-        x: &Tensor,
-        (cos, sin): &(Tensor, Tensor),
-        mask: Option<&Tensor>,
-        cache: &mut KvCache,
-    ) -> Result<Tensor> {
-        self.blocks[layer].forward(x, (cos, sin), mask, cache, layer)
-    }
-
-    fn head(&self, x: &Tensor) -> Result<Tensor> {
-        let (rows, width, h) = x.dims3()?;
-        self.lm_head
-            .forward(&self.norm.forward(x)?.reshape((rows * width, h))?)
-    }
+/// Loads a Llama or Qwen2 decoder (`bias`: q/k/v biases, Qwen2 always;
+/// Llama when `attention_bias`) from any [`LlamaWeights`].
+pub fn load_llama(
+    config: LlamaConfig,
+    weights: &dyn LlamaWeights,
+    bias: bool,
+    info: ModelInfo,
+) -> Result<Llama> {
+    let variant = Variant::llama(&config, bias)?;
+    rotary::load(config, variant, weights, info)
 }

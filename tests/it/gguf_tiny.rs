@@ -397,7 +397,9 @@ fn broken_or_unsupported_gguf_files_fail_with_one_line_naming_the_fix() {
     });
     let err = load_error(&falcon);
     assert!(
-        err.contains("architecture 'falcon' is not supported (llama, qwen2 are)"),
+        err.contains(
+            "architecture 'falcon' is not supported (llama, qwen2, qwen3, gemma2, gemma3 are)"
+        ),
         "{err}"
     );
 

@@ -1,6 +1,7 @@
-//! llama.cpp's GGUF files as Llama-family models: the config from the
-//! file's metadata, the weights through [`weights::GgufWeights`] (the same
-//! decoder as a safetensors Llama, `super::llama`), and the tokenizer the
+//! llama.cpp's GGUF files as rotary-family models (Llama, Qwen2, Qwen3,
+//! Gemma 2, Gemma 3): the config from the file's metadata, the family's
+//! variant ([`variants`]), the weights through [`weights::GgufWeights`]
+//! (the same decoder as a safetensors checkpoint, `super::rotary`), and the tokenizer the
 //! file embeds ([`tokenizer`]) or a `tokenizer.json` beside it.
 //!
 //! A model name ending in `.gguf` is a local file, `cache:FILE.gguf` in
@@ -12,6 +13,7 @@ pub mod file;
 pub mod header;
 pub mod quant;
 pub mod tokenizer;
+pub mod variants;
 pub mod weights;
 
 use std::path::{Path, PathBuf};
@@ -24,9 +26,10 @@ use self::weights::{GgufWeights, Matmul};
 use super::device::{device_name, dtype_name as run_dtype_name};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, TokenizerFiles, WeightFormat};
-use super::llama::{Llama, LlamaConfig};
+use super::llama::LlamaConfig;
 pub use super::load::GgufOptions;
 use super::load::{LoadOptions, Loaded};
+use super::rotary;
 use super::{CausalLm, ModelInfo};
 
 /// Whether `name` names a GGUF file (local or `org/repo:file.gguf`).
@@ -104,7 +107,7 @@ pub fn llama_config(file: &GgufFile) -> Result<(LlamaConfig, String)> {
     let readable = super::families::gguf_architectures();
     if !readable.contains(&arch.as_str()) {
         bail!(
-            "{}: GGUF architecture '{arch}' is not supported ({} are): use a Llama-architecture GGUF (Llama 2/3, SmolLM2, Mistral) or a Qwen2 one",
+            "{}: GGUF architecture '{arch}' is not supported ({} are): use a GGUF of one of those (Llama 2/3, SmolLM2 and Mistral are `llama`)",
             file.path.display(),
             readable.join(", ")
         );
@@ -192,6 +195,7 @@ pub fn load_gguf(name: &str, options: &LoadOptions) -> Result<Loaded> {
         requant: gguf.requant,
         reorder: (arch == "llama" && gguf.reorder_qk)
             .then(|| (config.num_attention_heads, config.kv_heads())),
+        sandwich: variants::is_gemma(&arch),
     };
     let kept = match (gguf.matmul, options.device.is_cpu(), options.dtype) {
         (Matmul::Quantized, true, candle_core::DType::F32) => "quantized matmul".to_string(),
@@ -210,7 +214,8 @@ pub fn load_gguf(name: &str, options: &LoadOptions) -> Result<Loaded> {
     };
     // Qwen2 GGUFs carry q/k/v biases, as the safetensors checkpoints do.
     let bias = arch == "qwen2";
-    let model: Box<dyn CausalLm> = Box::new(Llama::load_from(config, &weights, bias, info)?);
+    let variant = variants::variant(&file, &arch, &config, bias)?;
+    let model: Box<dyn CausalLm> = Box::new(rotary::load(config, variant, &weights, info)?);
     let (tokenizer, tokenizer_id) = match &tokenizer_json {
         Some(json) => (
             HfTokenizer::load(&TokenizerFiles::Json(json.clone()), None, String::new())?,

@@ -41,10 +41,14 @@ pub struct GgufWeights<'a> {
     /// interleaved-rope order (llama); `None` where they are not (qwen2)
     /// or to show what skipping the reordering costs.
     pub reorder: Option<(usize, usize)>,
+    /// Gemma's norms: `post_attention_layernorm` is the attention
+    /// output's norm there, not the MLP's input norm ([`gguf_name`]).
+    pub sandwich: bool,
 }
 
-/// A Hugging Face tensor name → llama.cpp's.
-pub fn gguf_name(hf: &str) -> Option<String> {
+/// A Hugging Face tensor name → llama.cpp's; `sandwich` for Gemma's
+/// block norms, which llama.cpp names apart.
+pub fn gguf_name(hf: &str, sandwich: bool) -> Option<String> {
     let fixed = match hf {
         "model.embed_tokens.weight" => Some("token_embd.weight"),
         "model.norm.weight" => Some("output_norm.weight"),
@@ -57,9 +61,22 @@ pub fn gguf_name(hf: &str) -> Option<String> {
     let rest = hf.strip_prefix("model.layers.")?;
     let (layer, rest) = rest.split_once('.')?;
     let (module, suffix) = rest.rsplit_once('.')?;
-    let short = match module {
+    let short = match (module, sandwich) {
+        ("post_attention_layernorm", true) => "post_attention_norm",
+        ("pre_feedforward_layernorm", true) => "ffn_norm",
+        ("post_feedforward_layernorm", true) => "post_ffw_norm",
+        (module, _) => llama_name(module)?,
+    };
+    Some(format!("blk.{layer}.{short}.{suffix}"))
+}
+
+/// llama.cpp's name of a block's module in the Llama layout.
+fn llama_name(module: &str) -> Option<&'static str> {
+    Some(match module {
         "input_layernorm" => "attn_norm",
         "post_attention_layernorm" => "ffn_norm",
+        "self_attn.q_norm" => "attn_q_norm",
+        "self_attn.k_norm" => "attn_k_norm",
         "self_attn.q_proj" => "attn_q",
         "self_attn.k_proj" => "attn_k",
         "self_attn.v_proj" => "attn_v",
@@ -68,8 +85,7 @@ pub fn gguf_name(hf: &str) -> Option<String> {
         "mlp.up_proj" => "ffn_up",
         "mlp.down_proj" => "ffn_down",
         _ => return None,
-    };
-    Some(format!("blk.{layer}.{short}.{suffix}"))
+    })
 }
 
 /// Rows of `tensor` (`[heads · d, …]`, llama.cpp's order: within each head
@@ -103,7 +119,7 @@ fn is_float(dtype: GgmlDType) -> bool {
 
 impl GgufWeights<'_> {
     fn stored(&self, hf: &str) -> Result<QTensor> {
-        let Some(name) = gguf_name(hf) else {
+        let Some(name) = gguf_name(hf, self.sandwich) else {
             bail!("no GGUF tensor corresponds to {hf}");
         };
         let tensor = self.file.tensor(&name)?;
@@ -125,7 +141,7 @@ impl GgufWeights<'_> {
             bail!(
                 "{}: tensor {} has shape {:?}, the metadata implies {shape:?}",
                 self.file.path.display(),
-                gguf_name(hf).unwrap_or_default(),
+                gguf_name(hf, self.sandwich).unwrap_or_default(),
                 tensor.shape().dims()
             );
         }
@@ -144,7 +160,7 @@ impl GgufWeights<'_> {
 
 impl LlamaWeights for GgufWeights<'_> {
     fn contains(&self, name: &str) -> bool {
-        gguf_name(name).is_some_and(|n| self.file.has(&n))
+        gguf_name(name, self.sandwich).is_some_and(|n| self.file.has(&n))
     }
 
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
@@ -212,22 +228,35 @@ mod tests {
     #[test]
     fn names_map_to_llama_cpp() {
         assert_eq!(
-            gguf_name("model.layers.12.self_attn.k_proj.weight").as_deref(),
+            gguf_name("model.layers.12.self_attn.k_proj.weight", false).as_deref(),
             Some("blk.12.attn_k.weight")
         );
         assert_eq!(
-            gguf_name("model.layers.0.self_attn.q_proj.bias").as_deref(),
+            gguf_name("model.layers.0.self_attn.q_proj.bias", false).as_deref(),
             Some("blk.0.attn_q.bias")
         );
         assert_eq!(
-            gguf_name("model.layers.3.post_attention_layernorm.weight").as_deref(),
+            gguf_name("model.layers.3.post_attention_layernorm.weight", false).as_deref(),
+            Some("blk.3.ffn_norm.weight")
+        );
+        // Gemma's sandwich: the same name is the attention output's norm.
+        assert_eq!(
+            gguf_name("model.layers.3.post_attention_layernorm.weight", true).as_deref(),
+            Some("blk.3.post_attention_norm.weight")
+        );
+        assert_eq!(
+            gguf_name("model.layers.3.pre_feedforward_layernorm.weight", true).as_deref(),
             Some("blk.3.ffn_norm.weight")
         );
         assert_eq!(
-            gguf_name("lm_head.weight").as_deref(),
+            gguf_name("model.layers.0.self_attn.k_norm.weight", true).as_deref(),
+            Some("blk.0.attn_k_norm.weight")
+        );
+        assert_eq!(
+            gguf_name("lm_head.weight", false).as_deref(),
             Some("output.weight")
         );
-        assert_eq!(gguf_name("model.layers.1.mystery.weight"), None);
+        assert_eq!(gguf_name("model.layers.1.mystery.weight", true), None);
     }
 
     /// llama.cpp's `permute` (convert_hf_to_gguf.py) applied to row

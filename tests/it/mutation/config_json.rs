@@ -1,5 +1,7 @@
-//! `config.json` mutants, on the OPT, Llama and Qwen2 fixtures (each
-//! architecture's config is read by its own struct): the sizes swapped for
+//! `config.json` mutants, on the OPT, Llama, Qwen2, Qwen3, Mistral, Gemma 2
+//! and Gemma 3 fixtures (each architecture's config is read by its own
+//! code; the later ones' own keys: windows, layer kinds, soft-caps, rotary
+//! tables): the sizes swapped for
 //! hostile numbers and other types, dropped or given twice, other keys
 //! sampled, the text cut. Read by `inspect logits` (the whole model loaded
 //! and run) and, for the sizes, by `run --dry-run` (the model's size from
@@ -59,6 +61,52 @@ const QWEN2: &[&str] = &[
     "max_window_layers",
     "layer_types",
     "rope_parameters.rope_type",
+];
+
+/// The keys the Qwen3, Mistral and Gemma fixtures add (windows, layer
+/// kinds, soft-caps, q scale, rotary tables in both Gemma 3 formats),
+/// where each holds them; a multimodal Gemma 3's under `text_config`.
+const FAMILY_KEYS: &[&str] = &[
+    "head_dim",
+    "hidden_activation",
+    "use_sliding_window",
+    "sliding_window",
+    "sliding_window_pattern",
+    "layer_types",
+    "layer_types[0]",
+    "query_pre_attn_scalar",
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "rope_theta",
+    "rope_local_base_freq",
+    "rope_scaling",
+    "rope_scaling.factor",
+    "rope_scaling.rope_type",
+    "rope_parameters.rope_theta",
+    "text_config",
+    "text_config.head_dim",
+    "text_config.sliding_window",
+    "text_config.layer_types",
+    "text_config.layer_types[1]",
+    "text_config.query_pre_attn_scalar",
+    "text_config.hidden_size",
+    "text_config.rope_parameters.full_attention",
+    "text_config.rope_parameters.full_attention.factor",
+    "text_config.rope_parameters.full_attention.rope_type",
+    "text_config.rope_parameters.sliding_attention.rope_theta",
+];
+
+/// The hostile tokens for [`FAMILY_KEYS`] (each also removed and doubled).
+const FAMILY_TOKENS: &[&str] = &[
+    "0",
+    "-1",
+    "0.5",
+    "4611686018427387904",
+    "1e309",
+    "null",
+    "\"x\"",
+    "[]",
+    "{}",
 ];
 
 /// A run over the mutated folder `m`: `run --dry-run` reads its
@@ -149,7 +197,7 @@ fn config_json_mutants_end_cleanly() {
     run_cases("config-json", cases(1));
 }
 
-/// The three fixtures' mutants; `scale` draws that many times more.
+/// The fixtures' mutants; `scale` draws that many times more.
 pub fn cases(scale: usize) -> Vec<Case> {
     let mut rng = Rng::new(0x636f_6e66, scale);
     let mut cases = Vec::new();
@@ -157,6 +205,11 @@ pub fn cases(scale: usize) -> Vec<Case> {
         ("opt", "opt-tiny-preln"),
         ("llama", "llama-tiny"),
         ("qwen2", "qwen2-tiny"),
+        ("qwen3", "qwen3-tiny"),
+        ("mistral", "mistral-tiny"),
+        ("gemma2", "gemma2-tiny"),
+        ("gemma3", "gemma3-tiny"),
+        ("gemma3 multimodal", "gemma3-mm-tiny"),
     ] {
         let model = repo().join("tests/fixtures").join(fixture);
         let seed = std::fs::read(model.join("config.json")).unwrap();
@@ -165,6 +218,9 @@ pub fn cases(scale: usize) -> Vec<Case> {
             let doc: Value = serde_json::from_slice(&seed).unwrap();
             let tokens = ["0", "-1", "4611686018427387904", "null", "\"x\""];
             all.extend(json_edits(&doc, &present(&doc, QWEN2), &tokens));
+        } else if !matches!(label, "opt" | "llama") {
+            let doc: Value = serde_json::from_slice(&seed).unwrap();
+            all.extend(json_edits(&doc, &present(&doc, FAMILY_KEYS), FAMILY_TOKENS));
         } else {
             all.extend(mutants(&seed, 8, &mut rng));
         }

@@ -3,7 +3,9 @@
 //! tokenizer, `general.alignment` stated), parsed here far enough to hit
 //! every field: the header's counts, each metadata entry's key length,
 //! type and value, each tensor info's dims, type and offset, and the data.
-//! Read by `inspect logits`, which loads every tensor and the tokenizer.
+//! The Qwen3, Gemma 2 and Gemma 3 files (`gguf_families`) add their
+//! metadata's mutants and a sample of their norms' tensor infos. Read by
+//! `inspect logits`, which loads every tensor and the tokenizer.
 
 use candle_core::quantized::GgmlDType;
 use candle_core::quantized::gguf_file::Value;
@@ -344,11 +346,52 @@ const EVERY_KIND: &[&str] = &[
 /// Mutants that must be rejected, not loaded silently: a file that claims
 /// what it does not hold is an error, never a model.
 fn must_reject(name: &str) -> bool {
+    let capped = [
+        "attn_logit_softcapping",
+        "final_logit_softcapping",
+        "rope.scaling.factor",
+    ];
+    let hostile = ["0", "-1e-5", "NaN", "inf", "-inf"];
     name.contains("not a multiple of general.alignment")
         || name.ends_with("rope.freq_base = NaN")
         || name.ends_with("rope.freq_base = inf")
         || name.ends_with("rms_epsilon = 0")
         || name.ends_with("rms_epsilon = -1e-5")
+        || name.ends_with("attention.sliding_window = 0")
+        || capped.iter().any(|k| {
+            hostile
+                .iter()
+                .any(|v| name.ends_with(&format!("{k} = {v}")))
+        })
+}
+
+/// The Qwen3, Gemma 2 and Gemma 3 files (`gguf_families`): each seed,
+/// every metadata entry's mutants (their windows, soft-caps and rope
+/// scaling among them), and a sample of their q/k and sandwich norms'
+/// tensor infos.
+fn family_mutants(rng: &mut Rng) -> Mutants {
+    let dir = crate::common::scratch("mutation", "gguf-family-seeds");
+    let mut out = Mutants::new();
+    for (fixture, arch) in crate::gguf_families::FILES {
+        let path = dir.join(format!("{arch}.gguf"));
+        crate::gguf_families::write_gguf(fixture, arch, GgmlDType::F32, &path);
+        let seed = std::fs::read(&path).unwrap();
+        let layout = parse(&seed);
+        let mut mutants = vec![("seed".to_string(), seed.clone())];
+        mutants.extend(metadata(&seed, &layout, rng));
+        for info in &layout.infos {
+            if info.name.starts_with("blk.0.") && info.name.ends_with("norm.weight") {
+                mutants.extend(tensor_info(&seed, info, false, rng));
+            }
+        }
+        out.extend(
+            mutants
+                .into_iter()
+                .map(|(label, bytes)| (format!("{arch} {label}"), bytes)),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    out
 }
 
 /// The data's alignment, as the seed states it in `general.alignment`.
@@ -385,23 +428,33 @@ pub fn cases(scale: usize) -> Vec<Case> {
     }
     mutants.extend(misaligned(&seed, &layout));
     mutants.extend(data(&seed, &layout, &mut rng));
+    mutants.extend(family_mutants(&mut rng));
     mutants
         .into_iter()
         .map(|(label, bytes)| {
             let name = format!("gguf: {label}");
             let expect = match label.as_str() {
-                "seed" => Expect::Success,
+                _ if label == "seed" || label.ends_with(" seed") => Expect::Success,
                 _ if must_reject(&name) => Expect::Rejected,
                 _ => Expect::Clean,
             };
             let files = vec![("m.gguf".to_string(), Entry::Bytes(bytes))];
+            // The family files' tokens are placeholders: ids, not text.
+            let family = crate::gguf_families::FILES
+                .iter()
+                .any(|(_, arch)| label.starts_with(&format!("{arch} ")));
+            let input = if family {
+                ["--ids", "1,5,7"]
+            } else {
+                ["--text", ".,"]
+            };
             let args = [
                 "inspect",
                 "logits",
                 "--model",
                 "{dir}/m.gguf",
-                "--text",
-                ".,",
+                input[0],
+                input[1],
                 "--top",
                 "3",
             ];
