@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decode, verify and prefill times of the OPT-125M shape, specbench beside
 # transformers, at 1 and 2 threads, interleaved so that drifts in the
-# machine's speed hit every setting alike. Issue 19 / docs/threads.md.
+# machine's speed hit every setting alike. See docs/threads.md.
 #
 #   scripts/bench_model_threads.sh SPECBENCH PYTHON [ROUNDS] [OUT_DIR]
 #

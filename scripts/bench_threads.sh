@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Token rates of tiny.toml-style cells (target-only, SD, SpecInfer at K = 2)
 # under each thread setting, interleaved so that load drifts hit every
-# setting alike; medians over REPEATS runs. Issue 19 / docs/threads.md.
+# setting alike; medians over REPEATS runs. See docs/threads.md.
 #
 #   scripts/bench_threads.sh NEW_BINARY [OLD_BINARY] [REPEATS]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmark of issue 7, on a machine with an NVIDIA GPU: OPT-125M
+# The GPU benchmark (docs/cuda.md), on a machine with an NVIDIA GPU: OPT-125M
 # and OPT-13B shapes with random weights (no download) in f16 — prefill and
 # decode at batch 1 and 2, the target's verification of K × (L + 1) tokens,
 # a whole speculative round with an OPT-125M draft — each decode step beside

@@ -15,7 +15,7 @@
 //! the calling thread as worker 0 (`use_current_thread`): the decode loop
 //! then runs *inside* the pool, so at one thread a parallel iterator runs
 //! inline instead of handing its chunks to a worker and sleeping (the
-//! context switches issue 19 measured), and at N threads the caller works
+//! context switches docs/threads.md measures), and at N threads the caller works
 //! beside N − 1 helpers instead of waiting for N.
 //!
 //! The price of `use_current_thread`: rayon work started from some *other*

@@ -1,4 +1,4 @@
-//! The verifiers ranked by block efficiency beside the only matched study
+//! The verifiers ranked by block efficiency beside the matched study
 //! of verifiers (Thomas, Kitanovski, Goldblum, Pal, arXiv 2602.16994): the
 //! mean over the run's datasets with its standard error, the study's mean
 //! over its three model pairs, both ranks, and whether the bench orders
