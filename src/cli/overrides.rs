@@ -4,7 +4,7 @@
 
 use crate::data::Dataset;
 use crate::experiment::config::Overrides;
-use crate::model::device::{DeviceChoice, Precision};
+use crate::model::device::{DeviceChoice, Devices, Precision};
 use crate::model::gguf::quant::Quant;
 use crate::select::SchemeSpec;
 
@@ -53,9 +53,13 @@ pub struct OverrideFlags {
     /// Seeds (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub seeds: Option<Vec<u64>>,
-    /// cpu, cuda, cuda:N or auto.
+    /// cpu, cuda, cuda:N or auto; or a list (cuda:0,cuda:1) to place the
+    /// target's layers across, in order.
     #[arg(long)]
-    pub device: Option<DeviceChoice>,
+    pub device: Option<Devices>,
+    /// The draft's device (default: the first of --device).
+    #[arg(long)]
+    pub draft_device: Option<DeviceChoice>,
     /// Target model: a Hugging Face id (facebook/opt-13b), a local directory, or
     /// random:opt-<size>[@seed] (that OPT shape with random weights, for timing).
     #[arg(long)]
@@ -112,6 +116,7 @@ impl From<OverrideFlags> for Overrides {
             max_new_tokens: flags.max_new_tokens,
             seeds: flags.seeds,
             device: flags.device,
+            draft_device: flags.draft_device,
             target: flags.target,
             draft: flags.draft,
             revision: flags.revision,

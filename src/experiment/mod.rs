@@ -19,6 +19,7 @@ pub mod prompts;
 pub mod quality_columns;
 pub mod run_dir;
 pub mod runner;
+pub mod split;
 
 pub use config::{Config, Overrides};
 pub use options::RunOptions;

@@ -20,6 +20,7 @@ pub mod load;
 pub mod logits;
 pub mod opt;
 pub mod pair;
+pub mod placement;
 pub mod random;
 pub mod shape;
 pub mod spec;
@@ -94,6 +95,17 @@ pub trait CausalLm {
     fn select_rows(&mut self, rows: &[usize]) -> Result<()>;
 
     fn info(&self) -> ModelInfo;
+
+    /// Hands a model whose weights were loaded across several devices its
+    /// placement ([`placement::Placement`]); only the decoders placed by
+    /// the checkpoint loader take one.
+    fn place(&mut self, placement: placement::Placement) -> Result<()> {
+        let _ = placement;
+        anyhow::bail!(
+            "model '{}' runs on one device: give --device one device",
+            self.info().id
+        )
+    }
 }
 
 /// The product of sizes read from a file, `None` where it overflows: a
