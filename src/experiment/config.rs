@@ -155,8 +155,18 @@ impl Models {
         };
         let draft_device = self.draft_device().into();
         crate::model::PairSpec {
-            target: side(&self.target, &self.target_revision, self.device.clone(), None),
-            draft: side(&self.draft, &self.draft_revision, draft_device, self.draft_quant),
+            target: side(
+                &self.target,
+                &self.target_revision,
+                self.device.clone(),
+                None,
+            ),
+            draft: side(
+                &self.draft,
+                &self.draft_revision,
+                draft_device,
+                self.draft_quant,
+            ),
             synthetic: self.synthetic.clone(),
         }
     }

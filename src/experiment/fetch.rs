@@ -37,11 +37,13 @@ pub fn fetch(config: &Config) -> Result<Fetched> {
         ("draft", &m.draft, &m.draft_revision),
     ] {
         if name == "synthetic" || random::is_random(name) {
-            out.lines.push(format!("{role} {name}: built in, nothing to fetch"));
+            out.lines
+                .push(format!("{role} {name}: built in, nothing to fetch"));
             continue;
         }
         if Path::new(name).is_dir() {
-            out.lines.push(format!("{role} {name}: local folder, nothing to fetch"));
+            out.lines
+                .push(format!("{role} {name}: local folder, nothing to fetch"));
             continue;
         }
         let files = ModelSource::resolve(name, revision.as_deref()).and_then(|s| s.files());
@@ -96,7 +98,9 @@ pub fn fetch(config: &Config) -> Result<Fetched> {
                 dataset.name(),
                 config.data.path.as_deref().unwrap_or("?")
             ),
-            DataSource::Embedded => format!("dataset {}: embedded, nothing to fetch", dataset.name()),
+            DataSource::Embedded => {
+                format!("dataset {}: embedded, nothing to fetch", dataset.name())
+            }
         });
     }
     Ok(out)

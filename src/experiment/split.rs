@@ -38,6 +38,9 @@ pub struct Part {
     pub other: u64,
     /// This place's share of the device's free memory (`None`: unknown).
     pub free: Option<u64>,
+    /// Places the device's free memory is shared among (it is listed
+    /// this many times).
+    pub sharing: usize,
 }
 
 impl Part {
@@ -73,7 +76,12 @@ pub fn plan(config: &Config, estimate: &MemoryEstimate) -> Option<SplitPlan> {
     let cell = estimate.per_k.iter().max_by_key(|c| c.k)?;
     let target = estimate.target_shape.as_ref()?;
     let m = &config.models;
-    let mut devices: Vec<DeviceChoice> = m.device.list().iter().map(|&d| resolved_device(d)).collect();
+    let mut devices: Vec<DeviceChoice> = m
+        .device
+        .list()
+        .iter()
+        .map(|&d| resolved_device(d))
+        .collect();
     let listed = devices.len();
     let draft = resolved_device(m.draft_device());
     let draft_at = match devices.iter().position(|&d| physical(d) == physical(draft)) {
@@ -94,6 +102,9 @@ pub fn plan(config: &Config, estimate: &MemoryEstimate) -> Option<SplitPlan> {
             kv_cache: 0,
             other: cell.transient.saturating_add(allowance(&devices, i)),
             free: free[i],
+            sharing: (devices.iter())
+                .filter(|&&o| physical(o) == physical(device))
+                .count(),
         })
         .collect();
     parts[0].also.push("embedding + head");
@@ -105,8 +116,11 @@ pub fn plan(config: &Config, estimate: &MemoryEstimate) -> Option<SplitPlan> {
         .map(|p| p.free.map_or(0.0, |f| f as f64 - p.need() as f64))
         .collect();
     let known = parts[..listed].iter().all(|p| p.free.is_some());
-    let shares = if known { room } else { vec![1.0; listed] };
-    let counts = counts_by_share(target.layers, &shares);
+    let per_layer = sizes.layer_weights.saturating_add(sizes.layer_kv) as f64;
+    let counts = match known {
+        true => counts_by_room(target.layers, &room, per_layer),
+        false => counts_by_share(target.layers, &vec![1.0; listed]),
+    };
     let mut start = 0;
     for (part, &n) in parts.iter_mut().zip(&counts) {
         part.layers = start..start + n;
@@ -120,6 +134,27 @@ pub fn plan(config: &Config, estimate: &MemoryEstimate) -> Option<SplitPlan> {
         parts,
         counts,
     })
+}
+
+/// `layers` layers of `per_layer` bytes over places with `room` bytes
+/// each, in proportion to the room (rounded down), then one at a time to
+/// the place with the most room left: a split that fits when any does.
+fn counts_by_room(layers: usize, room: &[f64], per_layer: f64) -> Vec<usize> {
+    let total: f64 = room.iter().map(|r| r.max(0.0)).sum();
+    if total <= 0.0 {
+        return counts_by_share(layers, &vec![1.0; room.len()]);
+    }
+    let mut counts: Vec<usize> = (room.iter())
+        .map(|r| (layers as f64 * r.max(0.0) / total).floor() as usize)
+        .collect();
+    while counts.iter().sum::<usize>() < layers {
+        let left = |i: usize| room[i] - counts[i] as f64 * per_layer;
+        let most = (0..room.len())
+            .max_by(|&a, &b| left(a).total_cmp(&left(b)).then(b.cmp(&a)))
+            .unwrap_or(0);
+        counts[most] += 1;
+    }
+    counts
 }
 
 /// Bytes of one target layer's weights and KV cache, and of what lies
@@ -158,8 +193,8 @@ fn shares_of_free(devices: &[DeviceChoice]) -> Vec<Option<u64>> {
         .map(|&d| {
             let times = (devices.iter())
                 .filter(|&&o| physical(o) == physical(d))
-                .count() as u64;
-            device_memory(d).map(|m| m.free / times)
+                .count();
+            device_memory(d).map(|m| m.free / times as u64)
         })
         .collect()
 }
@@ -177,14 +212,17 @@ pub fn check(config: &Config, estimate: &MemoryEstimate, plan: &SplitPlan) -> Re
     let Some(part) = (plan.parts.iter()).find(|p| p.free.is_some_and(|f| p.need() > f)) else {
         return Ok(());
     };
-    let mut fixes = vec!["another device in --device (cuda:0,cuda:1,cuda:2)".to_string()];
+    let mut fixes = vec!["more devices in --device (cuda:0,cuda:1,cuda:2)".to_string()];
     if estimate.dtype == Precision::F32 {
         fixes.push("--dtype f16".into());
     }
     if plan.k > 1 {
         fixes.push("fewer drafts (--drafts)".into());
     }
-    fixes.push(format!("--max-prompt-tokens below {}", estimate.prompt_tokens));
+    fixes.push(format!(
+        "--max-prompt-tokens below {}",
+        estimate.prompt_tokens
+    ));
     bail!(
         "{}: the placement across {} does not fit: {} ({}) needs about {} for the largest cell (K = {}) but has {} free: use {}",
         config.name,
@@ -215,11 +253,15 @@ fn holds(part: &Part) -> String {
 pub fn describe(plan: &SplitPlan) -> Vec<String> {
     (plan.parts.iter())
         .map(|p| {
+            let shared = match p.sharing {
+                1 => String::new(),
+                n => format!(" (1/{n} of the device's)"),
+            };
             let left = match p.free {
                 Some(free) if free >= p.need() => {
-                    format!("{} free, {} left", gb(free), gb(free - p.need()))
+                    format!("{} free{shared}, {} left", gb(free), gb(free - p.need()))
                 }
-                Some(free) => format!("{} free, {} SHORT", gb(free), gb(p.need() - free)),
+                Some(free) => format!("{} free{shared}, {} SHORT", gb(free), gb(p.need() - free)),
                 None => "free memory unknown".into(),
             };
             format!(
@@ -233,4 +275,26 @@ pub fn describe(plan: &SplitPlan) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_go_by_room_and_fit_where_rounding_would_not() {
+        // 12 layers of 1.0 over room 2.9 and 10: proportionally 2.7 and
+        // 9.3, which rounds to 3 layers where 2.9 fit; rounded down (2 + 9)
+        // the last layer goes where 1.0 is left.
+        assert_eq!(counts_by_share(12, &[2.9, 10.0]), [3, 9]);
+        assert_eq!(counts_by_room(12, &[2.9, 10.0], 1.0), [2, 10]);
+        assert_eq!(counts_by_room(80, &[63.6, 83.5], 1.0), [34, 46]);
+        assert_eq!(counts_by_room(6, &[1e9, 1e9], 1e3), [3, 3]);
+        assert_eq!(counts_by_room(6, &[1e9, 1e9, 1e9], 1e3), [2, 2, 2]);
+        assert_eq!(counts_by_room(4, &[-5.0, -1.0], 1.0), [2, 2]);
+        for layers in 0..50 {
+            let counts = counts_by_room(layers, &[10.0, 3.0, 7.5], 0.4);
+            assert_eq!(counts.iter().sum::<usize>(), layers);
+        }
+    }
 }

@@ -41,16 +41,20 @@ pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
             family_names()
         );
     };
+    let placement = match &options.split {
+        Some(split) => Some(placement_of(
+            split,
+            (entry.shape)(&config, &files.config)?.layers,
+        )?),
+        None => None,
+    };
     let info = ModelInfo {
         id: name.to_string(),
         revision: files.revision.clone(),
         vocab: 0,
         dtype: dtype_name(options.dtype).into(),
-        device: device_name(&options.device),
-    };
-    let placement = match &options.split {
-        Some(split) => Some(placement_of(split, (entry.shape)(&config, &files.config)?.layers)?),
-        None => None,
+        device: (placement.as_ref())
+            .map_or_else(|| device_name(&options.device), Placement::describe),
     };
     let (mut model, bos) = (entry.load)(FamilyInput {
         config: &config,

@@ -55,6 +55,8 @@ pub struct ModelInfo {
     pub revision: String,
     pub vocab: usize,
     pub dtype: String,
+    /// `cpu`, `cuda`; placed across several devices, each with its layers:
+    /// `cuda[0..40],cuda[40..80]`.
     pub device: String,
 }
 
@@ -311,7 +313,7 @@ impl ModelPair {
     pub fn leaves_cpu_idle(&self) -> bool {
         [&self.target, &self.draft]
             .iter()
-            .all(|model| model.info().device != "cpu")
+            .all(|model| !model.info().device.split(',').any(|d| d.starts_with("cpu")))
     }
 }
 

@@ -81,6 +81,14 @@ impl Placement {
             .collect()
     }
 
+    /// `cuda[0..40],cuda[40..80]`: each device and its blocks.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = (self.devices.iter().zip(self.ranges()))
+            .map(|(d, r)| format!("{}[{}..{}]", super::device::device_name(d), r.start, r.end))
+            .collect();
+        parts.join(",")
+    }
+
     /// Where the tensor `name` goes: its block's device, else the first.
     pub fn device_of(&self, name: &str) -> &Device {
         match layer_of(name) {
@@ -176,7 +184,10 @@ mod tests {
 
     #[test]
     fn tensor_names_find_their_block_in_every_layout() {
-        assert_eq!(layer_of("model.layers.12.self_attn.q_proj.weight"), Some(12));
+        assert_eq!(
+            layer_of("model.layers.12.self_attn.q_proj.weight"),
+            Some(12)
+        );
         assert_eq!(layer_of("model.decoder.layers.3.fc1.bias"), Some(3));
         assert_eq!(layer_of("decoder.layers.0.fc1.weight"), Some(0));
         assert_eq!(layer_of("layers.7.w"), Some(7));
@@ -212,6 +223,7 @@ mod tests {
         let p = Placement::new(vec![Device::Cpu, Device::Cpu, Device::Cpu], &[2, 0, 3]).unwrap();
         assert_eq!(p.layers(), 5);
         assert_eq!(p.ranges(), [0..2, 2..2, 2..5]);
+        assert_eq!(p.describe(), "cpu[0..2],cpu[2..2],cpu[2..5]");
         assert!(p.is_split() && !Placement::single(Device::Cpu, 3).is_split());
         assert!(Placement::new(vec![Device::Cpu], &[1, 2]).is_err());
     }

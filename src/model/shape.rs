@@ -161,10 +161,18 @@ mod tests {
             ("Qwen/Qwen2.5-0.5B", 0.49, 24),
         ] {
             let (got, known) = billions(name);
-            assert!((got - want).abs() / want < 0.03, "{name}: {got} B, not {want} B");
+            assert!(
+                (got - want).abs() / want < 0.03,
+                "{name}: {got} B, not {want} B"
+            );
             assert_eq!(known.shape.layers, layers, "{name}");
         }
-        assert!(billions("google/gemma-2-2b").1.source.contains("Llama-style"));
+        assert!(
+            billions("google/gemma-2-2b")
+                .1
+                .source
+                .contains("Llama-style")
+        );
         assert!(published_shape("meta-llama/unknown").unwrap().is_none());
     }
 

@@ -38,6 +38,7 @@ mod optimal_window;
 mod parity;
 mod parity_cost;
 mod parity_smollm2;
+mod placement;
 mod plot;
 mod plot_inputs;
 mod quality;
