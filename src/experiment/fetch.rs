@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::config::Config;
 use super::memory::gb;
-use crate::data::{DataSource, PromptSource, load_records};
+use crate::data::{DataSource, Dataset, PromptSource, load_records};
 use crate::model::device::Precision;
 use crate::model::hub::ModelSource;
 use crate::model::random;
@@ -36,19 +36,37 @@ pub fn fetch(config: &Config) -> Result<Fetched> {
         ("target", &m.target, &m.target_revision),
         ("draft", &m.draft, &m.draft_revision),
     ] {
-        if name == "synthetic" || random::is_random(name) {
-            out.lines
-                .push(format!("{role} {name}: built in, nothing to fetch"));
-            continue;
-        }
-        if Path::new(name).is_dir() {
-            out.lines
-                .push(format!("{role} {name}: local folder, nothing to fetch"));
-            continue;
-        }
-        let files = ModelSource::resolve(name, revision.as_deref()).and_then(|s| s.files());
-        match files {
-            Ok(files) => out.lines.push(format!(
+        let (line, fetched) = fetch_model(role, name, revision.as_deref(), m.dtype);
+        out.lines.push(line);
+        out.missing += usize::from(!fetched);
+    }
+    for &dataset in &config.data.datasets {
+        let (line, fetched) = fetch_dataset(config, dataset);
+        out.lines.push(line);
+        out.missing += usize::from(!fetched);
+    }
+    Ok(out)
+}
+
+/// A model's line, and whether it is (or needs nothing) in the cache.
+fn fetch_model(
+    role: &str,
+    name: &str,
+    revision: Option<&str>,
+    dtype: Option<Precision>,
+) -> (String, bool) {
+    if name == "synthetic" || random::is_random(name) {
+        return (format!("{role} {name}: built in, nothing to fetch"), true);
+    }
+    if Path::new(name).is_dir() {
+        return (
+            format!("{role} {name}: local folder, nothing to fetch"),
+            true,
+        );
+    }
+    match ModelSource::resolve(name, revision).and_then(|s| s.files()) {
+        Ok(files) => (
+            format!(
                 "{role} {name}: commit {}, config, {} weight file(s){}: in the cache and verified",
                 files.revision,
                 files.weights.len(),
@@ -57,53 +75,56 @@ pub fn fetch(config: &Config) -> Result<Fetched> {
                 } else {
                     ""
                 }
-            )),
-            Err(e) => {
-                out.missing += 1;
-                out.lines.push(format!(
-                    "{role} {name}@{}: NOT fetched: needs config.json, {}, tokenizer.json (or vocab.json + merges.txt): {}",
-                    revision.as_deref().unwrap_or("main"),
-                    weights_needed(name, revision.as_deref(), m.dtype),
-                    first_line(&e)
-                ));
-            }
-        }
-    }
-    for &dataset in &config.data.datasets {
-        out.lines.push(match config.data.source {
-            DataSource::Hub => {
-                match load_records(dataset, &PromptSource::Hub, config.data.selection()) {
-                    Ok((records, origin)) => format!(
-                        "dataset {}: {origin}: in the cache and verified ({} prompts read)",
-                        dataset.name(),
-                        records.len()
-                    ),
-                    Err(e) => {
-                        out.missing += 1;
-                        let hub = dataset.hub();
-                        format!(
-                            "dataset {}: NOT fetched: needs {}@{} {}/{} (parquet): {}",
-                            dataset.name(),
-                            hub.repo,
-                            hub.revision,
-                            hub.config,
-                            hub.split,
-                            first_line(&e)
-                        )
-                    }
-                }
-            }
-            DataSource::Local => format!(
-                "dataset {}: local {}, nothing to fetch",
-                dataset.name(),
-                config.data.path.as_deref().unwrap_or("?")
             ),
-            DataSource::Embedded => {
-                format!("dataset {}: embedded, nothing to fetch", dataset.name())
-            }
-        });
+            true,
+        ),
+        Err(e) => (
+            format!(
+                "{role} {name}@{}: NOT fetched: needs config.json, {}, tokenizer.json (or vocab.json + merges.txt): {}",
+                revision.unwrap_or("main"),
+                weights_needed(name, revision, dtype),
+                first_line(&e)
+            ),
+            false,
+        ),
     }
-    Ok(out)
+}
+
+/// A dataset's line, and whether it is (or needs nothing) in the cache.
+fn fetch_dataset(config: &Config, dataset: Dataset) -> (String, bool) {
+    let name = dataset.name();
+    match config.data.source {
+        DataSource::Hub => match load_records(dataset, &PromptSource::Hub, config.data.selection())
+        {
+            Ok((records, origin)) => (
+                format!(
+                    "dataset {name}: {origin}: in the cache and verified ({} prompts read)",
+                    records.len()
+                ),
+                true,
+            ),
+            Err(e) => {
+                let hub = dataset.hub();
+                let line = format!(
+                    "dataset {name}: NOT fetched: needs {}@{} {}/{} (parquet): {}",
+                    hub.repo,
+                    hub.revision,
+                    hub.config,
+                    hub.split,
+                    first_line(&e)
+                );
+                (line, false)
+            }
+        },
+        DataSource::Local => {
+            let path = config.data.path.as_deref().unwrap_or("?");
+            (
+                format!("dataset {name}: local {path}, nothing to fetch"),
+                true,
+            )
+        }
+        DataSource::Embedded => (format!("dataset {name}: embedded, nothing to fetch"), true),
+    }
 }
 
 /// The weights a hub model needs, sized from its shape when known

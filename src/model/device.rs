@@ -248,3 +248,45 @@ pub fn device_name(device: &Device) -> String {
         Device::Metal(_) => "metal".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_list_parses_from_flags_and_configs_and_writes_one_device_as_before() {
+        let two: Devices = "cuda:0, cuda:1".parse().unwrap();
+        assert_eq!(
+            two.list(),
+            [DeviceChoice::Cuda(Some(0)), DeviceChoice::Cuda(Some(1))]
+        );
+        assert_eq!(two.to_string(), "cuda:0,cuda:1");
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct Models {
+            device: Devices,
+        }
+        let read = |toml_text: &str| toml::from_str::<Models>(toml_text).map(|m| m.device);
+        assert_eq!(read(r#"device = ["cuda:0", "cuda:1"]"#).unwrap(), two);
+        assert_eq!(read(r#"device = "cuda:0,cuda:1""#).unwrap(), two);
+        assert_eq!(read(r#"device = "cpu""#).unwrap(), Devices::default());
+        let written = |device: Devices| serde_json::to_string(&Models { device }).unwrap();
+        assert_eq!(written(Devices::default()), r#"{"device":"cpu"}"#);
+        assert_eq!(written(two), r#"{"device":["cuda:0","cuda:1"]}"#);
+        for bad in ["", "cpu,", "cpu,gpu", "auto,cuda:1"] {
+            let error = bad.parse::<Devices>().unwrap_err().to_string();
+            assert!(error.contains("cpu, cuda"), "{bad}: {error}");
+        }
+        assert!(read("device = []").is_err());
+        let one = Devices::from(DeviceChoice::Cpu);
+        assert_eq!(one.single("x").unwrap(), DeviceChoice::Cpu);
+        let error = "cpu,cpu"
+            .parse::<Devices>()
+            .unwrap()
+            .single("a GGUF file")
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("give --device one device"),
+            "{error}"
+        );
+    }
+}
