@@ -21,7 +21,7 @@ pub fn load_pair(spec: &PairSpec) -> Result<ModelPair> {
             for side in [&spec.target, &spec.draft] {
                 if side.device.list() != [DeviceChoice::Cpu] {
                     bail!(
-                        "the synthetic models run on the CPU only (device '{}'): drop --device or name real models",
+                        "the synthetic models run on one CPU (device '{}'): use --device cpu, or name real models",
                         side.device
                     );
                 }
