@@ -123,7 +123,10 @@ fn the_array_script_runs_gpu_jobs_on_the_cuda_build_and_logs_the_binary() {
     // also one whose device is a list of GPUs.
     for config in ["e1.toml", "gr.toml"] {
         let (ok, stderr, _) = submit(&dir, &["2", config]);
-        assert!(!ok && stderr.contains("scripts/build-cuda.sh"), "{config}: {stderr}");
+        assert!(
+            !ok && stderr.contains("scripts/build-cuda.sh"),
+            "{config}: {stderr}"
+        );
     }
     for kind in ["cuda/release", "release"] {
         let path = dir.join("target").join(kind);
