@@ -20,6 +20,13 @@
 #   tiny    experiments/tiny.toml twice on the device: `compare` must find
 #           every cell in both runs and the same tokens in each, and the
 #           manifest must say the pool stayed awake (GPU) or slept (CPU).
+#   split   experiments/tiny.toml with the target's layers split across the
+#           device listed twice (cuda:0,cuda:0; cpu,cpu here) against the
+#           unsplit device: the same tokens in every cell, and the manifest
+#           names both places (docs/running.md, "Multi-device placement").
+#   families `inspect logits` of a tiny Gemma-3 and Qwen3 on the device
+#           against the CPU within GPU_CHECK_F32_TOL, when their fixtures
+#           exist (tests/fixtures/gemma3-tiny, qwen3-tiny); skipped otherwise.
 #   bench   `bench model --sizes 13b --dtype f16` on the device: decode time
 #           over the bandwidth floor at most GPU_CHECK_FLOOR_MAX (3). GPU only
 #           (13B weights do not fit a CPU machine's memory).
@@ -51,7 +58,7 @@ export F32_TOL=${GPU_CHECK_F32_TOL:-1e-4}
 export F16_ULPS=${GPU_CHECK_F16_ULPS:-16}
 export BF16_ULPS=${GPU_CHECK_BF16_ULPS:-16}
 FLOOR_MAX=${GPU_CHECK_FLOOR_MAX:-3}
-STEPS=${GPU_CHECK_STEPS:-logits golden tiny bench round}
+STEPS=${GPU_CHECK_STEPS:-logits golden tiny split families bench round}
 failures=()
 step() { printf '\n## %s (%s)\n' "$*" "$(date -u +%T)"; }
 pass() { echo "PASS $*"; }
@@ -179,6 +186,54 @@ sys.exit(0 if c["common_cells"] > 0 and c["same_tokens"] == c["common_cells"]
          and not c["different_tokens"] and not c["only_in_base"] and not c["only_in_new"]
          and awake in (None, sys.argv[3] == "gpu") else 1)
 EOF
+fi
+
+if wanted split; then
+    if [[ $mode == gpu ]]; then SPLIT=cuda:0,cuda:0; else SPLIT=cpu,cpu; fi
+    step "experiments/tiny.toml on $SPLIT against $DEV: the same tokens in every cell"
+    SPLIT_RUN=(--schemes specinfer,ersd --datasets dolly --prompts 2 --draft-temps 1.6 --max-new-tokens 16)
+    rm -rf "$OUT/split-whole" "$OUT/split-placed"
+    ok=1
+    for run in "whole $DEV" "placed $SPLIT"; do
+        read -r name device <<< "$run"
+        timeout 300 "$BIN" run experiments/tiny.toml "${SPLIT_RUN[@]}" --device "$device" --out "$OUT/split-$name" \
+            > "$OUT/split-$name.txt" 2>&1 || { ok=0; tail -n 3 "$OUT/split-$name.txt"; }
+    done
+    # `compare` refuses runs of different devices: the generations are
+    # compared here, token for token, per (cell, prompt).
+    if [[ $ok == 1 ]] && python3 - "$OUT/split-whole" "$OUT/split-placed" <<'EOF'; then pass split; else fail split "the split run's tokens differ from the unsplit run's, it did not run, or it was not split"; fi
+import json, sys
+def generations(run):
+    lines = (json.loads(l) for l in open(f"{run}/generations.jsonl") if l.strip())
+    return {(g["cell_id"], g["prompt_id"]): g["tokens"] for g in lines}
+whole, placed = generations(sys.argv[1]), generations(sys.argv[2])
+same = sum(whole[k] == placed.get(k) for k in whole)
+where = json.load(open(f"{sys.argv[2]}/manifest.json"))["models"]["target"]["device"]
+print(f"  {same} of {len(whole)} generations have the same tokens ({len(placed)} split); target placed as {where}")
+sys.exit(0 if whole and same == len(whole) == len(placed) and where.count("[") == 2 else 1)
+EOF
+fi
+
+if wanted families; then
+    step "tiny Gemma-3 and Qwen3 on $DEV against the CPU (f32 within $F32_TOL)"
+    for fixture in gemma3-tiny qwen3-tiny; do
+        dir=tests/fixtures/$fixture
+        if [[ ! -f $dir/config.json ]]; then
+            echo "skipped $fixture: no $dir"
+            continue
+        fi
+        for device in cpu "$DEV"; do
+            timeout 120 "$BIN" inspect logits --model "$dir" --ids 2,100,7,41,5 --device "$device" --json \
+                > "$OUT/$fixture-$device.json" 2> "$OUT/$fixture-$device.err"
+        done
+        if python3 - "$OUT/$fixture-cpu.json" "$OUT/$fixture-$DEV.json" "$F32_TOL" <<'EOF'; then pass "families $fixture"; else fail families "$fixture on $DEV differs from the CPU by more than $F32_TOL, or did not run"; fi
+import json, sys
+a, b = (json.load(open(p))["logprobs"] for p in sys.argv[1:3])
+worst = max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else float("inf")
+print(f"  largest log-probability difference: {worst:.2e}")
+sys.exit(0 if worst <= float(sys.argv[3]) else 1)
+EOF
+    done
 fi
 
 if wanted bench; then

@@ -34,7 +34,8 @@ if [[ ! -f $config ]]; then
 fi
 command -v sbatch >/dev/null || { echo "error: sbatch not found: run this on a Slurm login node" >&2; exit 2; }
 # Which device the run asks for: the last --device flag, else the config's.
-device=$(sed -n 's/^device *= *"\(.*\)"/\1/p' "$config" | head -n 1)
+# (A list, `["cuda:0", "cuda:1"]`, is read by its first device.)
+device=$(sed -n 's/^device *= *\[\{0,1\}[[:space:]]*"\([^"]*\)".*/\1/p' "$config" | head -n 1)
 prev=
 for arg in "$@"; do
     if [[ $prev == --device ]]; then device=$arg; fi

@@ -216,7 +216,7 @@ impl CausalLm for KvLm {
     fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
         let start = Instant::now();
         self.inner.select_rows(rows)?;
-        self.cache.select_rows(rows, &Device::Cpu)?;
+        self.cache.select_rows(rows)?;
         if self.fresh && rows.len() > 1 {
             self.fresh = false;
             Meter::add(&self.meter.broadcast, start);

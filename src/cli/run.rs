@@ -32,8 +32,15 @@ fn load_config(
 /// command that runs it offline (the same arguments after `run`).
 pub fn fetch_config(args: FetchArgs) -> Result<(), String> {
     let (config, _) = load_config(args.config.path(), args.overrides)?;
-    for fetched in crate::experiment::fetch::fetch(&config).map_err(line)? {
+    let fetched = crate::experiment::fetch::fetch(&config).map_err(line)?;
+    for fetched in &fetched.lines {
         println!("{fetched}");
+    }
+    if fetched.missing > 0 {
+        return Err(format!(
+            "{} of the models and datasets above are NOT fetched: run `specbench fetch` where the hub is reachable (without HF_HUB_OFFLINE)",
+            fetched.missing
+        ));
     }
     let rest: Vec<String> = std::env::args()
         .skip_while(|a| a != "fetch")

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{DataSource, Dataset};
 use crate::model::SyntheticConfig;
-use crate::model::device::{DeviceChoice, Precision};
+use crate::model::device::{DeviceChoice, Devices, Precision};
 use crate::select::SchemeSpec;
 
 /// The offline default, compiled in so that `specbench run` works anywhere.
@@ -45,9 +45,14 @@ pub struct Models {
     /// (`docs/gguf.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
-    /// `cpu` (default), `cuda`, `cuda:N` or `auto`.
+    /// `cpu` (default), `cuda`, `cuda:N` or `auto`; or several devices
+    /// (`"cuda:0,cuda:1"` or `["cuda:0", "cuda:1"]`) to place the target's
+    /// layers across, in order (`docs/running.md`, "Multi-device placement").
     #[serde(default)]
-    pub device: DeviceChoice,
+    pub device: Devices,
+    /// The draft's device; default: the first of `device`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_device: Option<DeviceChoice>,
     /// Weight precision of real models: `f32` (default), `f16`, `bf16`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<Precision>,
@@ -134,20 +139,40 @@ pub struct Sweep {
 
 impl Models {
     /// What the model layer is asked to load: each model with its own
-    /// revision, and the shared device and precision.
+    /// revision and device (the target's layers across `device`, the draft
+    /// on [`Models::draft_device`]), and the shared precision.
     pub fn pair_spec(&self) -> crate::model::PairSpec {
-        let side = |name: &str, revision: &Option<String>, requant| crate::model::ModelSpec {
-            name: name.to_string(),
-            revision: revision.clone(),
-            device: self.device,
-            dtype: self.dtype,
-            requant,
+        let side = |name: &str, revision: &Option<String>, device: Devices, requant| {
+            crate::model::ModelSpec {
+                name: name.to_string(),
+                revision: revision.clone(),
+                device,
+                layer_counts: None,
+                dtype: self.dtype,
+                requant,
+            }
         };
+        let draft_device = self.draft_device().into();
         crate::model::PairSpec {
-            target: side(&self.target, &self.target_revision, None),
-            draft: side(&self.draft, &self.draft_revision, self.draft_quant),
+            target: side(
+                &self.target,
+                &self.target_revision,
+                self.device.clone(),
+                None,
+            ),
+            draft: side(
+                &self.draft,
+                &self.draft_revision,
+                draft_device,
+                self.draft_quant,
+            ),
             synthetic: self.synthetic.clone(),
         }
+    }
+
+    /// The draft's device: its own, else the first of `device`.
+    pub fn draft_device(&self) -> DeviceChoice {
+        self.draft_device.unwrap_or(self.device.first())
     }
 }
 

@@ -7,66 +7,145 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::config::Config;
-use crate::data::{DataSource, PromptSource, load_records};
+use super::memory::gb;
+use crate::data::{DataSource, Dataset, PromptSource, load_records};
+use crate::model::device::Precision;
 use crate::model::hub::ModelSource;
 use crate::model::random;
+use crate::model::shape::model_shape;
 
-/// One line per model and dataset: what was fetched (or why nothing was).
-pub fn fetch(config: &Config) -> Result<Vec<String>> {
+/// What `fetch` did: one line per model and dataset, and how many of
+/// them it could not fetch (each line says what that one needs).
+#[derive(Clone, Debug, Default)]
+pub struct Fetched {
+    pub lines: Vec<String>,
+    pub missing: usize,
+}
+
+/// Fetches every model and dataset the config reads; one that cannot be
+/// fetched (offline, no network) is listed with what it needs, and the
+/// others are still fetched.
+pub fn fetch(config: &Config) -> Result<Fetched> {
     config.validate()?;
-    let mut lines = Vec::new();
+    let mut out = Fetched::default();
     let m = &config.models;
     for (role, name, revision) in [
         ("target", &m.target, &m.target_revision),
         ("draft", &m.draft, &m.draft_revision),
     ] {
-        if name == "synthetic" || random::is_random(name) {
-            lines.push(format!("{role} {name}: built in, nothing to fetch"));
-            continue;
-        }
-        if Path::new(name).is_dir() {
-            lines.push(format!("{role} {name}: local folder, nothing to fetch"));
-            continue;
-        }
-        let files = ModelSource::resolve(name, revision.as_deref())
-            .and_then(|source| source.files())
-            .with_context(|| format!("fetching {role} model {name}"))?;
-        lines.push(format!(
-            "{role} {name}: commit {}, config, {} weight file(s){}: in the cache and verified",
-            files.revision,
-            files.weights.len(),
-            if files.tokenizer.is_some() {
-                ", tokenizer"
-            } else {
-                ""
-            }
-        ));
+        let (line, fetched) = fetch_model(role, name, revision.as_deref(), m.dtype);
+        out.lines.push(line);
+        out.missing += usize::from(!fetched);
     }
     for &dataset in &config.data.datasets {
-        match config.data.source {
-            DataSource::Hub => {
-                let (records, origin) =
-                    load_records(dataset, &PromptSource::Hub, config.data.selection())
-                        .with_context(|| format!("fetching dataset {}", dataset.name()))?;
-                lines.push(format!(
-                    "dataset {}: {origin}: in the cache and verified ({} prompts read)",
-                    dataset.name(),
-                    records.len()
-                ));
-            }
-            DataSource::Local => lines.push(format!(
-                "dataset {}: local {}, nothing to fetch",
-                dataset.name(),
-                config.data.path.as_deref().unwrap_or("?")
-            )),
-            DataSource::Embedded => lines.push(format!(
-                "dataset {}: embedded, nothing to fetch",
-                dataset.name()
-            )),
-        }
+        let (line, fetched) = fetch_dataset(config, dataset);
+        out.lines.push(line);
+        out.missing += usize::from(!fetched);
     }
-    Ok(lines)
+    Ok(out)
+}
+
+/// A model's line, and whether it is (or needs nothing) in the cache.
+fn fetch_model(
+    role: &str,
+    name: &str,
+    revision: Option<&str>,
+    dtype: Option<Precision>,
+) -> (String, bool) {
+    if name == "synthetic" || random::is_random(name) {
+        return (format!("{role} {name}: built in, nothing to fetch"), true);
+    }
+    if Path::new(name).is_dir() {
+        return (
+            format!("{role} {name}: local folder, nothing to fetch"),
+            true,
+        );
+    }
+    match ModelSource::resolve(name, revision).and_then(|s| s.files()) {
+        Ok(files) => (
+            format!(
+                "{role} {name}: commit {}, config, {} weight file(s){}: in the cache and verified",
+                files.revision,
+                files.weights.len(),
+                if files.tokenizer.is_some() {
+                    ", tokenizer"
+                } else {
+                    ""
+                }
+            ),
+            true,
+        ),
+        Err(e) => (
+            format!(
+                "{role} {name}@{}: NOT fetched: needs config.json, {}, tokenizer.json (or vocab.json + merges.txt): {}",
+                revision.unwrap_or("main"),
+                weights_needed(name, revision, dtype),
+                first_line(&e)
+            ),
+            false,
+        ),
+    }
+}
+
+/// A dataset's line, and whether it is (or needs nothing) in the cache.
+fn fetch_dataset(config: &Config, dataset: Dataset) -> (String, bool) {
+    let name = dataset.name();
+    match config.data.source {
+        DataSource::Hub => match load_records(dataset, &PromptSource::Hub, config.data.selection())
+        {
+            Ok((records, origin)) => (
+                format!(
+                    "dataset {name}: {origin}: in the cache and verified ({} prompts read)",
+                    records.len()
+                ),
+                true,
+            ),
+            Err(e) => {
+                let hub = dataset.hub();
+                let line = format!(
+                    "dataset {name}: NOT fetched: needs {}@{} {}/{} (parquet): {}",
+                    hub.repo,
+                    hub.revision,
+                    hub.config,
+                    hub.split,
+                    first_line(&e)
+                );
+                (line, false)
+            }
+        },
+        DataSource::Local => {
+            let path = config.data.path.as_deref().unwrap_or("?");
+            (
+                format!("dataset {name}: local {path}, nothing to fetch"),
+                true,
+            )
+        }
+        DataSource::Embedded => (format!("dataset {name}: embedded, nothing to fetch"), true),
+    }
+}
+
+/// The weights a hub model needs, sized from its shape when known
+/// (`model::shape`: the cache, the published table, the OPT table).
+fn weights_needed(name: &str, revision: Option<&str>, dtype: Option<Precision>) -> String {
+    match model_shape(name, revision) {
+        Ok(Some(known)) => {
+            let precision = dtype.unwrap_or_default();
+            let bytes = known.shape.parameters as f64 * precision.dtype().size_in_bytes() as f64;
+            format!(
+                "weights (safetensors, {:.2} B parameters: about {} in {precision})",
+                known.shape.parameters as f64 / 1e9,
+                gb(bytes as u64)
+            )
+        }
+        _ => "weights (safetensors; size unknown until its config.json is fetched)".into(),
+    }
+}
+
+/// An error's outermost message and its first cause, on one line.
+fn first_line(error: &anyhow::Error) -> String {
+    let text = format!("{error:#}");
+    text.lines().next().unwrap_or_default().to_string()
 }

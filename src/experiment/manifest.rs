@@ -163,7 +163,7 @@ pub fn describe(
         "cpu": super::machine::cpu_name(),
         // The GPU (or CPU) that ran it, so merge and compare can tell
         // machines apart (`machine::describe`).
-        "machine": super::machine::describe(super::memory::resolved_device(config.models.device)),
+        "machine": super::machine::describe(super::memory::resolved_device(config.models.device.first())),
         // What every CPU pool was set to (`crate::threads`), beside what the
         // machine offers.
         "threads": crate::threads::in_use(),

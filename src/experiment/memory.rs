@@ -59,6 +59,14 @@ pub struct MemoryEstimate {
     pub shapes: Vec<String>,
     /// Models whose size is unknown before download (left out of the sums).
     pub unknown: Vec<String>,
+    /// Each model's shape, and the positions a row's cache holds: what a
+    /// placement across devices is planned from (`super::split`).
+    #[serde(skip)]
+    pub target_shape: Option<ModelShape>,
+    #[serde(skip)]
+    pub draft_shape: Option<ModelShape>,
+    #[serde(skip)]
+    pub capacity: usize,
 }
 
 impl MemoryEstimate {
@@ -107,7 +115,7 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
     let mut ks: Vec<usize> = cells.iter().map(|c| c.k().max(1)).collect();
     ks.sort_unstable();
     ks.dedup();
-    let on_cuda = matches!(resolved_device(m.device), DeviceChoice::Cuda(_));
+    let on_cuda = matches!(resolved_device(m.device.first()), DeviceChoice::Cuda(_));
     let side = |name: &str, known: &Option<KnownShape>, rows: usize| -> ModelMemory {
         let (weights, kv_cache) = match known {
             Some(k) => (
@@ -156,6 +164,9 @@ pub fn estimate(config: &Config, cells: &[Cell]) -> Result<Option<MemoryEstimate
         per_k,
         shapes,
         unknown,
+        target_shape: target.map(|k| k.shape),
+        draft_shape: draft.map(|k| k.shape),
+        capacity,
     }))
 }
 
@@ -196,7 +207,7 @@ fn describe_shapes(models: [(&String, &Option<KnownShape>); 2]) -> (Vec<String>,
 }
 
 /// Keys and values of every layer for `rows` rows of `capacity` positions.
-fn kv_bytes(shape: &ModelShape, rows: usize, capacity: usize, bytes: u64) -> u64 {
+pub fn kv_bytes(shape: &ModelShape, rows: usize, capacity: usize, bytes: u64) -> u64 {
     let b = bytes as usize;
     product(&[shape.layers, 2, rows, shape.kv_width, capacity, b])
 }
@@ -209,7 +220,7 @@ fn sum(parts: &[usize]) -> usize {
 }
 
 /// A product of sizes, saturating at `u64::MAX`.
-fn product(factors: &[usize]) -> u64 {
+pub fn product(factors: &[usize]) -> u64 {
     (factors.iter()).fold(1u64, |n, &f| n.saturating_mul(f as u64))
 }
 
@@ -247,7 +258,10 @@ pub fn resolved_device(device: DeviceChoice) -> DeviceChoice {
 /// Warns about f32 weights of a large model on CUDA (twice the memory of
 /// f16 and about twice the time of a memory-bound call).
 pub fn precision_warning(config: &Config, estimate: &MemoryEstimate) -> Option<String> {
-    let on_cuda = matches!(resolved_device(config.models.device), DeviceChoice::Cuda(_));
+    let on_cuda = matches!(
+        resolved_device(config.models.device.first()),
+        DeviceChoice::Cuda(_)
+    );
     let parameters = (model_shape(
         &config.models.target,
         config.models.target_revision.as_deref(),
@@ -268,7 +282,7 @@ pub fn precision_warning(config: &Config, estimate: &MemoryEstimate) -> Option<S
 /// one line with the numbers and what to change. `Ok(None)`: not checked
 /// (nothing answered for the device's memory).
 pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<Option<DeviceMemory>> {
-    let device = resolved_device(config.models.device);
+    let device = resolved_device(config.models.device.first());
     let (Some(largest), Some(memory)) = (estimate.largest(), device_memory(device)) else {
         return Ok(None);
     };

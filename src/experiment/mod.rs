@@ -20,6 +20,7 @@ pub mod quality_columns;
 pub mod run_dir;
 pub mod runner;
 pub mod settings;
+pub mod split;
 
 pub use config::Config;
 pub use options::RunOptions;

@@ -12,6 +12,7 @@ use super::config::Config;
 use super::memory::{self, MemoryEstimate, gb};
 use super::options::RunOptions;
 use super::plan::{Cell, Plan};
+use super::split;
 use crate::data::{DataSource, Dataset};
 use crate::model::random;
 use crate::model::shape::cached_config;
@@ -142,14 +143,17 @@ fn write_memory_table(out: &mut String, estimate: &MemoryEstimate) -> Result<()>
 
 /// The device, any precision warning, and whether the largest cell fits.
 fn write_memory_check(out: &mut String, config: &Config, estimate: &MemoryEstimate) -> Result<()> {
-    writeln!(
-        out,
-        "device: {}",
-        memory::describe_device(config.models.device)
-    )?;
     if let Some(warning) = memory::precision_warning(config, estimate) {
         writeln!(out, "{warning}")?;
     }
+    if let Some(plan) = split::plan(config, estimate) {
+        return write_split(out, config, estimate, &plan);
+    }
+    writeln!(
+        out,
+        "device: {}",
+        memory::describe_device(config.models.device.first())
+    )?;
     let largest = estimate.largest().map_or(0, |c| c.total);
     match memory::check(config, estimate) {
         Ok(Some(device)) => writeln!(
@@ -162,6 +166,33 @@ fn write_memory_check(out: &mut String, config: &Config, estimate: &MemoryEstima
             out,
             "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for a device)"
         )?,
+        Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
+    }
+    Ok(())
+}
+
+/// A placement across devices: one line per device, and the verdict.
+fn write_split(
+    out: &mut String,
+    config: &Config,
+    estimate: &MemoryEstimate,
+    plan: &split::SplitPlan,
+) -> Result<()> {
+    writeln!(
+        out,
+        "placement across {} (the largest cell, K = {}; the target's layers in order):",
+        config.models.device, plan.k
+    )?;
+    for line in split::describe(plan) {
+        writeln!(out, "  {line}")?;
+    }
+    let unknown = plan.parts.iter().any(|p| p.free.is_none());
+    match split::check(config, estimate, plan) {
+        Ok(()) if unknown => writeln!(
+            out,
+            "memory check: not made here (set SPECBENCH_DEVICE_MEMORY, e.g. 80GB, to plan for each device)"
+        )?,
+        Ok(()) => writeln!(out, "memory check: passes on every device")?,
         Err(e) => writeln!(out, "memory check: FAILS: {e}")?,
     }
     Ok(())

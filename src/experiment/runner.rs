@@ -51,10 +51,11 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     config.validate()?;
     let plan = Plan::build(config)?;
     let cells = plan.cells_of(options.shard);
-    check_memory(config, &cells)?;
+    let mut spec = config.models.pair_spec();
+    spec.target.layer_counts = check_memory(config, &cells)?;
     // Load everything before touching the output, so a config that cannot
     // run fails without leaving files behind.
-    let mut models = load_pair(&config.models.pair_spec())?;
+    let mut models = load_pair(&spec)?;
     let prompts = load_prompts(config, &models)?;
     let out_dir = (options.out.clone()).unwrap_or_else(|| default_out_dir(config, options.shard));
     let dir = RunDir::open(out_dir, config, options.shard, options.resume)?;
@@ -95,15 +96,21 @@ pub fn run(options: &RunOptions) -> Result<RunReport> {
     })
 }
 
-/// Before any download or load: will the largest cell fit the device?
-fn check_memory(config: &Config, cells: &[Cell]) -> Result<()> {
+/// Before any download or load: will the largest cell fit the device (or
+/// each of the devices the target is placed across)? A placement's layer
+/// counts per device, for the loader.
+fn check_memory(config: &Config, cells: &[Cell]) -> Result<Option<Vec<usize>>> {
     if let Some(estimate) = super::memory::estimate(config, cells)? {
         if let Some(warning) = super::memory::precision_warning(config, &estimate) {
             eprintln!("{warning}");
         }
+        if let Some(plan) = super::split::plan(config, &estimate) {
+            super::split::check(config, &estimate, &plan)?;
+            return Ok(Some(plan.counts));
+        }
         super::memory::check(config, &estimate)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// A sweep under way: where each finished or failed cell is recorded.

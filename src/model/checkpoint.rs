@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result, bail};
 use candle_core::Tensor;
+use candle_core::safetensors::MmapedSafetensors;
 use candle_nn::VarBuilder;
+use candle_nn::var_builder::SimpleBackend;
 
 use super::ModelInfo;
 use super::device::{device_name, dtype_name};
@@ -15,11 +17,15 @@ use super::families::{FamilyInput, family, family_name, family_names};
 use super::gguf::{is_gguf, load_gguf};
 use super::hf_tokenizer::HfTokenizer;
 use super::hub::{ModelFiles, ModelSource, WeightFormat};
-pub use super::load::{LoadOptions, Loaded};
+pub use super::load::{LoadOptions, Loaded, Split};
+use super::placement::{Placement, counts_by_share, placed_weights};
 
 /// Loads `name` (a directory, a hub id, or a `.gguf` file: `super::gguf`).
 pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
     if is_gguf(name) {
+        if options.split.is_some() {
+            bail!("model '{name}': a GGUF file loads on one device: give --device one device");
+        }
         return load_gguf(name, options);
     }
     let source = ModelSource::resolve(name, options.revision.as_deref())?;
@@ -35,19 +41,30 @@ pub fn load_checkpoint(name: &str, options: &LoadOptions) -> Result<Loaded> {
             family_names()
         );
     };
+    let placement = match &options.split {
+        Some(split) => Some(placement_of(
+            split,
+            (entry.shape)(&config, &files.config)?.layers,
+        )?),
+        None => None,
+    };
     let info = ModelInfo {
         id: name.to_string(),
         revision: files.revision.clone(),
         vocab: 0,
         dtype: dtype_name(options.dtype).into(),
-        device: device_name(&options.device),
+        device: (placement.as_ref())
+            .map_or_else(|| device_name(&options.device), Placement::describe),
     };
-    let (model, bos) = (entry.load)(FamilyInput {
+    let (mut model, bos) = (entry.load)(FamilyInput {
         config: &config,
         config_path: &files.config,
-        weights: &|| var_builder(&files, options),
+        weights: &|| var_builder(&files, options, placement.clone()),
         info,
     })?;
+    if let Some(placement) = placement {
+        model.place(placement)?;
+    }
     let tokenizer = match &files.tokenizer {
         Some(t) => Some(HfTokenizer::load(
             t,
@@ -71,16 +88,36 @@ fn tokenizer_kind(files: &super::hub::TokenizerFiles) -> &'static str {
     }
 }
 
-fn var_builder(files: &ModelFiles, options: &LoadOptions) -> Result<VarBuilder<'static>> {
-    match files.format {
+/// The split's devices, each holding its count of `layers` (as even as
+/// the count allows when none are given).
+fn placement_of(split: &Split, layers: usize) -> Result<Placement> {
+    let counts = match &split.counts {
+        Some(counts) => counts.clone(),
+        None => counts_by_share(layers, &vec![1.0; split.devices.len()]),
+    };
+    if counts.iter().sum::<usize>() != layers {
+        bail!(
+            "the layer split {counts:?} does not cover the model's {layers} layers: plan it from this model's config"
+        );
+    }
+    Placement::new(split.devices.clone(), &counts)
+}
+
+/// The checkpoint's weights, each on its device: `placement`'s, or
+/// `options.device`.
+fn var_builder(
+    files: &ModelFiles,
+    options: &LoadOptions,
+    placement: Option<Placement>,
+) -> Result<VarBuilder<'static>> {
+    let source: Box<dyn SimpleBackend> = match files.format {
         WeightFormat::Safetensors => {
             // SAFETY: the files are memory-mapped read-only; like every
             // safetensors reader we rely on nobody truncating them while the
             // model is alive.
-            unsafe {
-                VarBuilder::from_mmaped_safetensors(&files.weights, options.dtype, &options.device)
-            }
-            .with_context(|| format!("reading the safetensors of {}", files.name))
+            let mapped = unsafe { MmapedSafetensors::multi(&files.weights) }
+                .with_context(|| format!("reading the safetensors of {}", files.name))?;
+            Box::new(mapped)
         }
         WeightFormat::Gguf => bail!(
             "{}: GGUF weights are read by model::gguf, not through a VarBuilder",
@@ -93,11 +130,11 @@ fn var_builder(files: &ModelFiles, options: &LoadOptions) -> Result<VarBuilder<'
                     .with_context(|| format!("reading PyTorch weights {}", path.display()))?;
                 tensors.extend(read);
             }
-            Ok(VarBuilder::from_tensors(
-                tensors,
-                options.dtype,
-                &options.device,
-            ))
+            Box::new(tensors)
         }
-    }
+    };
+    Ok(match placement {
+        Some(placement) => placed_weights(source, options.dtype, placement),
+        None => VarBuilder::from_backend(source, options.dtype, options.device.clone()),
+    })
 }

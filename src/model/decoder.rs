@@ -13,19 +13,51 @@
 //! architecture's arm in [`super::checkpoint`]. See [`super::opt`] and
 //! [`super::llama`].
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use candle_core::{Device, Tensor};
 
 use super::kv_cache::KvCache;
 use super::layers::{causal_mask, returned_positions, token_ids};
+use super::placement::Placement;
 use super::{CausalLm, Logits, ModelInfo, Positions, check_forward, check_rows};
+
+/// What a call's blocks read beside the hidden states, copied to the next
+/// block's device when a placed model's blocks change device
+/// ([`Placement`]). A family whose `Positional` is a new type implements it.
+pub trait OnDevice: Sized {
+    fn on(&self, device: &Device) -> Result<Self>;
+}
+
+impl OnDevice for () {
+    fn on(&self, _: &Device) -> Result<Self> {
+        Ok(())
+    }
+}
+
+impl OnDevice for Tensor {
+    fn on(&self, device: &Device) -> Result<Self> {
+        Ok(self.to_device(device)?)
+    }
+}
+
+impl<A: OnDevice, B: OnDevice> OnDevice for (A, B) {
+    fn on(&self, device: &Device) -> Result<Self> {
+        Ok((self.0.on(device)?, self.1.on(device)?))
+    }
+}
+
+impl<T: OnDevice> OnDevice for Option<T> {
+    fn on(&self, device: &Device) -> Result<Self> {
+        self.as_ref().map(|t| t.on(device)).transpose()
+    }
+}
 
 /// A decoder family's layers and the config facts a cache needs.
 pub trait Family {
     /// What every block of one call reads about the positions it is fed,
     /// computed once per call: the rotary tables' rows for rotary families,
     /// `()` where the embedding already carries the positions (OPT).
-    type Positional;
+    type Positional: OnDevice;
 
     /// Length of the logits vectors.
     fn vocab_size(&self) -> usize;
@@ -65,19 +97,25 @@ pub trait Family {
 pub struct CachedDecoder<F> {
     family: F,
     cache: KvCache,
-    device: Device,
+    placement: Placement,
     info: ModelInfo,
 }
 
 impl<F: Family> CachedDecoder<F> {
-    /// `device` is where the family's weights live (token ids go there).
+    /// `device` is where the family's weights live (token ids go there);
+    /// a model loaded across several devices is then handed its
+    /// [`Placement`] ([`CausalLm::place`]).
     pub fn new(family: F, device: Device, info: ModelInfo) -> Self {
         Self {
             cache: KvCache::new(family.layers()),
+            placement: Placement::single(device, family.layers()),
             family,
-            device,
             info,
         }
+    }
+
+    pub fn placement(&self) -> &Placement {
+        &self.placement
     }
 
     pub fn family(&self) -> &F {
@@ -122,14 +160,27 @@ impl<F: Family> CausalLm for CachedDecoder<F> {
     fn forward(&mut self, tokens: &[&[u32]], positions: Positions) -> Result<Logits> {
         let width = check_forward(self, tokens)?;
         let rows = tokens.len();
-        let ids = token_ids(tokens, width, &self.device)?;
+        let first = self.placement.first();
+        let ids = token_ids(tokens, width, first)?;
         let past = self.cache.len();
-        let mask = causal_mask(width, past, &self.device)?;
+        let mask = causal_mask(width, past, first)?;
         let (mut x, at) = self.family.embed(&ids, past)?;
+        // The hidden states, positions and mask follow the blocks from
+        // device to device (never copied on one device), and come back to
+        // the first for the head.
+        let (mut here, mut at, mut mask) = (first, at, mask);
         for layer in 0..self.family.layers() {
+            let device = self.placement.layer(layer);
+            if !device.same_device(here) {
+                (x, at, mask) = (x.to_device(device)?, at.on(device)?, mask.on(device)?);
+                here = device;
+            }
             x = self
                 .family
                 .block(layer, &x, &at, mask.as_ref(), &mut self.cache)?;
+        }
+        if !here.same_device(first) {
+            x = x.to_device(first)?;
         }
         self.cache.advance(tokens);
         // The head runs only on the positions asked for: drafting and
@@ -144,7 +195,19 @@ impl<F: Family> CausalLm for CachedDecoder<F> {
 
     fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
         check_rows(self, rows)?;
-        self.cache.select_rows(rows, &self.device)
+        self.cache.select_rows(rows)
+    }
+
+    fn place(&mut self, placement: Placement) -> Result<()> {
+        if placement.layers() != self.family.layers() {
+            bail!(
+                "a placement of {} layers handed a model of {}",
+                placement.layers(),
+                self.family.layers()
+            );
+        }
+        self.placement = placement;
+        Ok(())
     }
 
     fn info(&self) -> ModelInfo {

@@ -22,6 +22,9 @@ use super::{CausalLm, ModelInfo, gemma2, gemma3, mistral, qwen3};
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelShape {
     pub parameters: usize,
+    /// Parameters outside the blocks (embeddings, final norm, an untied
+    /// head): what a placement keeps on its first device.
+    pub outside_layers: usize,
     pub layers: usize,
     /// Key/value heads × head dimension: one position's keys (or values)
     /// in one layer and row.
@@ -271,8 +274,13 @@ fn opt_shape(config: &serde_json::Value, path: &Path) -> Result<ModelShape> {
 
 /// An OPT config's sizes (also the public OPT table's, `shape`).
 pub fn opt_shape_of(config: &OptConfig) -> Result<ModelShape> {
+    let no_blocks = OptConfig {
+        num_hidden_layers: 0,
+        ..config.clone()
+    };
     Ok(ModelShape {
         parameters: parameter_count(config)?,
+        outside_layers: parameter_count(&no_blocks)?,
         layers: config.num_hidden_layers,
         kv_width: config.hidden_size,
         attention_heads: config.num_attention_heads,
@@ -307,6 +315,7 @@ fn llama_shape_of(c: &LlamaConfig) -> Option<ModelShape> {
     let layers = checked_product(&[c.num_hidden_layers, attention.checked_add(mlp)?])?;
     Some(ModelShape {
         parameters: embeddings.checked_add(layers)?,
+        outside_layers: embeddings,
         layers: c.num_hidden_layers,
         kv_width: kv,
         attention_heads: heads,

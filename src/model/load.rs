@@ -19,6 +19,17 @@ pub struct LoadOptions {
     pub dtype: DType,
     /// GGUF files only: matmul path, re-quantization.
     pub gguf: GgufOptions,
+    /// Checkpoints only: the layers placed across several devices, the
+    /// first of them `device` (`super::placement`).
+    pub split: Option<Split>,
+}
+
+/// Devices to place a checkpoint's layers across, in order, and how many
+/// layers each holds (`None`: as even as the count allows).
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub devices: Vec<Device>,
+    pub counts: Option<Vec<usize>>,
 }
 
 impl Default for LoadOptions {
@@ -28,6 +39,7 @@ impl Default for LoadOptions {
             device: Device::Cpu,
             dtype: DType::F32,
             gguf: GgufOptions::default(),
+            split: None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod mistral;
 pub mod opt;
 pub mod pair;
 pub mod qwen3;
+pub mod placement;
 pub mod random;
 pub mod rotary;
 pub mod shape;
@@ -59,6 +60,8 @@ pub struct ModelInfo {
     pub revision: String,
     pub vocab: usize,
     pub dtype: String,
+    /// `cpu`, `cuda`; placed across several devices, each with its layers:
+    /// `cuda[0..40],cuda[40..80]`.
     pub device: String,
 }
 
@@ -99,6 +102,17 @@ pub trait CausalLm {
     fn select_rows(&mut self, rows: &[usize]) -> Result<()>;
 
     fn info(&self) -> ModelInfo;
+
+    /// Hands a model whose weights were loaded across several devices its
+    /// placement ([`placement::Placement`]); only the decoders placed by
+    /// the checkpoint loader take one.
+    fn place(&mut self, placement: placement::Placement) -> Result<()> {
+        let _ = placement;
+        anyhow::bail!(
+            "model '{}' runs on one device: give --device one device",
+            self.info().id
+        )
+    }
 }
 
 /// The product of sizes read from a file, `None` where it overflows: a
@@ -304,7 +318,7 @@ impl ModelPair {
     pub fn leaves_cpu_idle(&self) -> bool {
         [&self.target, &self.draft]
             .iter()
-            .all(|model| model.info().device != "cpu")
+            .all(|model| !model.info().device.split(',').any(|d| d.starts_with("cpu")))
     }
 }
 

@@ -19,9 +19,9 @@ pub fn load_pair(spec: &PairSpec) -> Result<ModelPair> {
     match (target, draft) {
         ("synthetic", "synthetic") => {
             for side in [&spec.target, &spec.draft] {
-                if side.device != DeviceChoice::Cpu {
+                if side.device.list() != [DeviceChoice::Cpu] {
                     bail!(
-                        "the synthetic models run on the CPU only (device '{}'): drop --device or name real models",
+                        "the synthetic models run on one CPU (device '{}'): use --device cpu, or name real models",
                         side.device
                     );
                 }
@@ -51,14 +51,22 @@ pub fn load_pair(spec: &PairSpec) -> Result<ModelPair> {
 /// Target and draft checkpoints that share one vocabulary and tokenizer.
 fn load_real_pair(spec: &PairSpec) -> Result<ModelPair> {
     let options = |side: &ModelSpec| -> Result<checkpoint::LoadOptions> {
+        let devices = (side.device.list().iter())
+            .map(|d| d.open())
+            .collect::<Result<Vec<_>>>()?;
+        let split = (devices.len() > 1).then(|| checkpoint::Split {
+            devices: devices.clone(),
+            counts: side.layer_counts.clone(),
+        });
         Ok(checkpoint::LoadOptions {
             revision: side.revision.clone(),
-            device: side.device.open()?,
+            device: devices[0].clone(),
             dtype: side.precision().dtype(),
             gguf: crate::model::gguf::GgufOptions {
                 requant: side.requant,
                 ..Default::default()
             },
+            split,
         })
     };
     let target = checkpoint::load_checkpoint(&spec.target.name, &options(&spec.target)?)?;

@@ -59,9 +59,9 @@ pub fn load_random_pair(spec: &PairSpec) -> Result<ModelPair> {
     }
     let (target_size, target_seed) = parse_spec(&spec.target.name, TARGET_SEED)?;
     let (draft_size, draft_seed) = parse_spec(&spec.draft.name, DRAFT_SEED)?;
-    let (target_device, target_dtype) =
-        (spec.target.device.open()?, spec.target.precision().dtype());
-    let (draft_device, draft_dtype) = (spec.draft.device.open()?, spec.draft.precision().dtype());
+    let open = |side: &super::ModelSpec| side.device.single("a random:opt model")?.open();
+    let (target_device, target_dtype) = (open(&spec.target)?, spec.target.precision().dtype());
+    let (draft_device, draft_dtype) = (open(&spec.draft)?, spec.draft.precision().dtype());
     let host_bytes = |size: &str, device: &candle_core::Device, dtype: candle_core::DType| {
         Ok::<_, anyhow::Error>(if device.is_cpu() {
             parameter_count(&opt_shape(size)?)? * dtype.size_in_bytes()

@@ -54,6 +54,9 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
             source: format!("{} (Hugging Face cache)", config.display()),
         }));
     }
+    if let Some(known) = published_shape(name)? {
+        return Ok(Some(known));
+    }
     if let Some(size) = name.strip_prefix("facebook/opt-")
         && let Ok(config) = opt_shape(size)
     {
@@ -63,6 +66,36 @@ pub fn model_shape(name: &str, revision: Option<&str>) -> Result<Option<KnownSha
         }));
     }
     Ok(None)
+}
+
+/// Where the published models' `config.json` facts are kept, compiled in.
+pub const PUBLISHED_SHAPES: &str = "experiments/shapes/published.json";
+
+const PUBLISHED: &str = include_str!("../../experiments/shapes/published.json");
+
+/// The shape of a published hub id from [`PUBLISHED_SHAPES`], when the
+/// cache has no `config.json` of it. A family this build does not run
+/// (Gemma) is sized as Llama-style (the same blocks, up to norms and
+/// soft-caps, a few thousandths of the weights), and the source says so.
+fn published_shape(name: &str) -> Result<Option<KnownShape>> {
+    let table: serde_json::Map<String, serde_json::Value> = serde_json::from_str(PUBLISHED)
+        .with_context(|| format!("{PUBLISHED_SHAPES} is not a JSON object"))?;
+    let Some(config) = table.get(name) else {
+        return Ok(None);
+    };
+    let architecture = family_name(config).unwrap_or("(none)");
+    let (entry, sized) = match family(architecture) {
+        Some(entry) => (entry, String::new()),
+        None => (
+            family("llama").context("the llama family is registered")?,
+            format!(", sized as Llama-style: this build does not run {architecture}"),
+        ),
+    };
+    let shape = (entry.shape)(config, Path::new(PUBLISHED_SHAPES))?;
+    Ok(Some(KnownShape {
+        shape,
+        source: format!("{PUBLISHED_SHAPES}; not cached yet{sized}"),
+    }))
 }
 
 /// `config.json` of a hub id at `revision` (default `main`) if the cache
@@ -108,6 +141,39 @@ mod tests {
         assert_eq!(random.shape.kv_width, 5120);
         assert_eq!(random.shape.parameters / 10_000_000, 1285);
         assert!(model_shape("synthetic", None).unwrap().is_none());
+    }
+
+    #[test]
+    fn published_ids_are_sized_from_the_table() {
+        let billions = |name: &str| {
+            let known = published_shape(name).unwrap().unwrap();
+            (known.shape.parameters as f64 / 1e9, known)
+        };
+        // The published parameter counts, to the precision the cards give.
+        for (name, want, layers) in [
+            ("meta-llama/Meta-Llama-3-70B", 70.6, 80),
+            ("meta-llama/Meta-Llama-3-8B", 8.0, 32),
+            ("meta-llama/Llama-3.2-1B", 1.24, 16),
+            ("google/gemma-2-27b", 27.2, 46),
+            ("google/gemma-2-2b", 2.6, 26),
+            ("google/gemma-3-270m", 0.27, 18),
+            ("Qwen/Qwen2.5-32B", 32.5, 64),
+            ("Qwen/Qwen2.5-0.5B", 0.49, 24),
+        ] {
+            let (got, known) = billions(name);
+            assert!(
+                (got - want).abs() / want < 0.03,
+                "{name}: {got} B, not {want} B"
+            );
+            assert_eq!(known.shape.layers, layers, "{name}");
+        }
+        assert!(
+            billions("google/gemma-2-2b")
+                .1
+                .source
+                .contains("Llama-style")
+        );
+        assert!(published_shape("meta-llama/unknown").unwrap().is_none());
     }
 
     #[test]

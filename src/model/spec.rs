@@ -5,7 +5,7 @@
 //! (`experiment::config::Models::pair_spec`); nothing here knows about configs.
 
 use super::SyntheticConfig;
-use super::device::{DeviceChoice, Precision};
+use super::device::{Devices, Precision};
 
 /// One model to load.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,7 +15,11 @@ pub struct ModelSpec {
     pub name: String,
     /// Hub branch, tag or commit (hub ids only).
     pub revision: Option<String>,
-    pub device: DeviceChoice,
+    /// One device, or several to place a checkpoint's layers across.
+    pub device: Devices,
+    /// Layers per listed device, as the memory plan split them (`None`: as
+    /// even as the count allows).
+    pub layer_counts: Option<Vec<usize>>,
     /// `None` is f32.
     pub dtype: Option<Precision>,
     /// GGUF only: re-quantize the block matrices at load (a self-draft).

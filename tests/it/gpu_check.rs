@@ -24,13 +24,16 @@ fn gpu_check(out: &std::path::Path, env: &[(&str, &str)]) -> Output {
 #[test]
 fn the_cpu_side_of_the_gpu_check_passes_and_a_wrong_threshold_fails_it() {
     let out = common::scratch("gpu-check", "cpu");
-    let good = gpu_check(&out, &[("GPU_CHECK_STEPS", "logits tiny")]);
+    let good = gpu_check(&out, &[("GPU_CHECK_STEPS", "logits tiny split families")]);
     let stdout = String::from_utf8_lossy(&good.stdout);
     assert!(good.status.success(), "{stdout}");
     assert!(
         stdout.contains("PASS logits") && stdout.contains("PASS tiny"),
         "{stdout}"
     );
+    // The target split across the CPU listed twice: the same tokens.
+    assert!(stdout.contains("PASS split"), "{stdout}");
+    assert!(stdout.contains("target placed as cpu["), "{stdout}");
     assert!(stdout.contains("every check passed"), "{stdout}");
     // f16 held to a thousandth of a roundoff: it cannot pass.
     let bad = gpu_check(

@@ -42,6 +42,7 @@ mod parity;
 mod parity_cost;
 mod parity_gemma;
 mod parity_smollm2;
+mod placement;
 mod plot;
 mod plot_inputs;
 mod quality;

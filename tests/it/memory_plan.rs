@@ -229,3 +229,177 @@ fn on_cuda_the_free_memory_of_the_runs_visible_device_comes_from_nvidia_smi() {
     assert!(std::fs::read_to_string(&log).unwrap().contains("-i 5"));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The published settings (docs/experiments.md, "Published settings"):
+/// each config's models, and how many GPUs it was planned for.
+const PUBLISHED: [(&str, usize); 6] = [
+    ("gr-llama3", 2),
+    ("gr-gemma2", 1),
+    ("ersd-llama", 2),
+    ("verifiers-llama3", 2),
+    ("verifiers-gemma3", 1),
+    ("verifiers-qwen25", 1),
+];
+
+/// `cuda:1: layers 34..80: …` → (34, 80).
+fn layers_of(line: &str) -> Option<(usize, usize)> {
+    let range = line.split("layers ").nth(1)?.split([':', ',']).next()?;
+    let (a, b) = range.split_once("..")?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+#[test]
+fn every_published_setting_plans_offline_onto_its_80_gb_gpus() {
+    let home = common::scratch("memory", "published-hf-home");
+    for (name, gpus) in PUBLISHED {
+        let path = root().join(format!("experiments/{name}.toml"));
+        let config = Config::from_file(&path).unwrap();
+        assert_eq!(config.models.device.list().len(), gpus, "{name}");
+        let out = specbench(
+            &["run", path.to_str().unwrap(), "--dry-run"],
+            &[("SPECBENCH_DEVICE_MEMORY", "79GiB")],
+            &home,
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Sized from the shape table, not left out of the sums.
+        assert!(!stdout.contains("size unknown"), "{name}: {stdout}");
+        assert_eq!(
+            stdout.matches("experiments/shapes/published.json").count(),
+            2,
+            "{stdout}"
+        );
+        if gpus == 1 {
+            assert!(
+                stdout.contains("memory check: passes: the largest cell"),
+                "{stdout}"
+            );
+            continue;
+        }
+        // One line per GPU: consecutive layers covering all 80, the first
+        // GPU also holding the embedding, head and draft.
+        let lines: Vec<&str> = (stdout.lines())
+            .filter(|l| l.trim_start().starts_with("cuda:"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{name}: {stdout}");
+        let (first, second) = (layers_of(lines[0]).unwrap(), layers_of(lines[1]).unwrap());
+        assert_eq!(
+            (first.0, first.1, second.0, second.1),
+            (0, first.1, first.1, 80),
+            "{stdout}"
+        );
+        assert!(first.1 > 20 && first.1 < 60, "{name}: {stdout}");
+        assert!(lines[0].contains("embedding + head, draft"), "{stdout}");
+        assert!(lines.iter().all(|l| l.contains("84.8 GB free")), "{stdout}");
+        assert!(
+            stdout.contains("memory check: passes on every device"),
+            "{stdout}"
+        );
+        // Two 70 GB GPUs cannot hold a 70B model's 141 GB of weights and
+        // the rest: the plan says which device falls short and the fixes.
+        let out = specbench(
+            &["run", path.to_str().unwrap(), "--dry-run"],
+            &[("SPECBENCH_DEVICE_MEMORY", "70GB")],
+            &home,
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("SHORT"), "{name}: {stdout}");
+        assert!(stdout.contains("memory check: FAILS"), "{name}: {stdout}");
+        assert!(
+            stdout.contains("more devices in --device"),
+            "{name}: {stdout}"
+        );
+    }
+    // Nothing was downloaded or written into the cache.
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn a_split_that_cannot_fit_stops_the_run_before_any_download_or_load() {
+    let home = common::scratch("memory", "split-hf-home");
+    let path = root().join("experiments/gr-llama3.toml");
+    let out = specbench(
+        &[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            home.join("out").to_str().unwrap(),
+        ],
+        &[("SPECBENCH_DEVICE_MEMORY", "60GB")],
+        &home,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the placement across cuda:0,cuda:1 does not fit"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cuda:0 (layers 0.."), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!home.join("out").exists());
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn fetch_offline_lists_what_each_published_setting_needs() {
+    let home = common::scratch("memory", "fetch-hf-home");
+    for (name, _) in PUBLISHED {
+        let path = root().join(format!("experiments/{name}.toml"));
+        let config = Config::from_file(&path).unwrap();
+        let out = specbench(&["fetch", path.to_str().unwrap()], &[], &home);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            !out.status.success(),
+            "{name}: nothing can be fetched offline"
+        );
+        for model in [&config.models.target, &config.models.draft] {
+            let line = (stdout.lines())
+                .find(|l| l.contains(model.as_str()))
+                .unwrap_or_else(|| panic!("{name}: no line for {model}: {stdout}"));
+            assert!(
+                line.contains("NOT fetched: needs config.json, weights"),
+                "{line}"
+            );
+            assert!(
+                line.contains("B parameters: about"),
+                "sized from the table: {line}"
+            );
+            assert!(line.contains("HF_HUB_OFFLINE"), "{line}");
+        }
+        assert_eq!(stdout.matches("dataset ").count(), 3, "{stdout}");
+        assert!(
+            stderr.contains("5 of the models and datasets above are NOT fetched"),
+            "{stderr}"
+        );
+    }
+    // A hub id the table does not know is listed too, its size unknown.
+    let path = root().join("experiments/gr-gemma2.toml");
+    let out = specbench(
+        &[
+            "fetch",
+            path.to_str().unwrap(),
+            "--target",
+            "acme/unpublished",
+        ],
+        &[],
+        &home,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("acme/unpublished@main: NOT fetched"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("size unknown until its config.json is fetched"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -118,9 +118,16 @@ fn the_array_script_runs_gpu_jobs_on_the_cuda_build_and_logs_the_binary() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::copy(root.join("experiments/paper-e1.toml"), dir.join("e1.toml")).unwrap();
     std::fs::copy(root.join("experiments/tiny.toml"), dir.join("tiny.toml")).unwrap();
-    // A GPU config with no CUDA build: refused, naming the build script.
-    let (ok, stderr, _) = submit(&dir, &["2", "e1.toml"]);
-    assert!(!ok && stderr.contains("scripts/build-cuda.sh"), "{stderr}");
+    std::fs::copy(root.join("experiments/gr-llama3.toml"), dir.join("gr.toml")).unwrap();
+    // A GPU config with no CUDA build: refused, naming the build script;
+    // also one whose device is a list of GPUs.
+    for config in ["e1.toml", "gr.toml"] {
+        let (ok, stderr, _) = submit(&dir, &["2", config]);
+        assert!(
+            !ok && stderr.contains("scripts/build-cuda.sh"),
+            "{config}: {stderr}"
+        );
+    }
     for kind in ["cuda/release", "release"] {
         let path = dir.join("target").join(kind);
         std::fs::create_dir_all(&path).unwrap();

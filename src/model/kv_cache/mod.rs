@@ -20,7 +20,7 @@
 //! accepted, so most rounds copy fewer positions, and many none.
 
 use anyhow::{Result, bail};
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 use rayon::prelude::*;
 
 /// Positions added to a layer's buffers at a time when they fill up.
@@ -256,8 +256,9 @@ impl KvCache {
     /// copies of one row copy its positions past the shared prefix into
     /// K − 1 other physical rows (the whole row only the first time, when
     /// the buffers grow from one row). Any other pattern gathers the rows
-    /// into new buffers.
-    pub fn select_rows(&mut self, rows: &[usize], device: &Device) -> Result<()> {
+    /// into new buffers, each layer on its own device (a model placed
+    /// across several keeps each layer's cache beside its weights).
+    pub fn select_rows(&mut self, rows: &[usize]) -> Result<()> {
         let Some(first) = self.layers.iter().flatten().next() else {
             // Nothing cached yet: the next append allocates the rows.
             self.start = 0;
@@ -276,10 +277,20 @@ impl KvCache {
                 .iter()
                 .map(|&r| self.fed.get(r as usize).cloned().unwrap_or_default())
                 .collect();
-            let index = Tensor::from_vec(index, rows.len(), device)?;
+            // One index per device, made when a layer on it first needs it.
+            let mut on: Vec<Tensor> = Vec::new();
             for layer in self.layers.iter_mut().flatten() {
-                layer.k = layer.k.index_select(&index, 0)?;
-                layer.v = layer.v.index_select(&index, 0)?;
+                let device = layer.k.device();
+                let known = on.iter().position(|t| t.device().same_device(device));
+                let at = match known {
+                    Some(at) => at,
+                    None => {
+                        on.push(Tensor::from_vec(index.clone(), rows.len(), device)?);
+                        on.len() - 1
+                    }
+                };
+                layer.k = layer.k.index_select(&on[at], 0)?;
+                layer.v = layer.v.index_select(&on[at], 0)?;
             }
             self.start = 0;
         }

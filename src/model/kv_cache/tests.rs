@@ -3,6 +3,7 @@
 
 use super::buffers::{CopyRowToAll, copy_row_to_all_by_tensors};
 use super::*;
+use candle_core::Device;
 
 fn ramp(rows: usize, width: usize, start: f32) -> Tensor {
     let n = rows * 2 * width * 3;
@@ -31,7 +32,7 @@ fn appends_grow_past_the_buffer_and_survive_rollback_and_row_selection() {
     same(&v, &whole);
     // Roll back to 250, copy the row twice, append 10 more per row.
     cache.truncate(250).unwrap();
-    cache.select_rows(&[0, 0], &Device::Cpu).unwrap();
+    cache.select_rows(&[0, 0]).unwrap();
     let c = ramp(2, 10, 5e4);
     let (k, _) = cache.append(0, c.clone(), c.clone()).unwrap();
     cache.advance(&refs(&distinct(2, 10, 3)));
@@ -253,7 +254,7 @@ impl Reference {
             _ => (0..1 + self.next(6)).map(|_| self.next(rows)).collect(),
         };
         for c in caches.iter_mut() {
-            c.select_rows(&pick, &Device::Cpu).unwrap();
+            c.select_rows(&pick).unwrap();
         }
         self.rows = pick.iter().map(|&r| self.rows[r].clone()).collect();
         self.tokens = pick.iter().map(|&r| self.tokens[r].clone()).collect();
@@ -309,14 +310,14 @@ fn a_round_copies_only_the_positions_a_row_was_not_fed_like_the_survivor() {
         cache.set_skip_shared(skip);
         let mut histories = vec![Vec::new()];
         feed(&mut cache, &mut histories, &[vec![1, 2, 3, 4, 5]]);
-        cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+        cache.select_rows(&[0; 4]).unwrap();
         histories = vec![histories[0].clone(); 4];
         assert_eq!(cache.positions_copied(), 0, "adding rows is not counted");
         let fed = [vec![9, 1, 2], vec![9, 1, 3], vec![9, 4, 5], vec![9, 1, 2]];
         feed(&mut cache, &mut histories, &fed);
         // Row 0 survives with all three positions.
-        cache.select_rows(&[0], &Device::Cpu).unwrap();
-        cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+        cache.select_rows(&[0]).unwrap();
+        cache.select_rows(&[0; 4]).unwrap();
         // Row 1 differs from position 7 on, row 2 from 6, row 3 nowhere.
         let want = if skip { 1 + 2 } else { 3 * 3 };
         assert_eq!(cache.positions_copied(), want, "skip {skip}");
@@ -327,10 +328,10 @@ fn a_round_copies_only_the_positions_a_row_was_not_fed_like_the_survivor() {
             same(&k.narrow(0, row, 1).unwrap(), &survivor);
         }
         // A position fed to the survivor alone moves to every row.
-        cache.select_rows(&[2], &Device::Cpu).unwrap();
+        cache.select_rows(&[2]).unwrap();
         histories = vec![histories[2].clone()];
         feed(&mut cache, &mut histories, &[vec![8]]);
-        cache.select_rows(&[0; 4], &Device::Cpu).unwrap();
+        cache.select_rows(&[0; 4]).unwrap();
         // The first four rows' shared call and the survivor's own.
         let more = if skip { 3 } else { 2 * 3 };
         assert_eq!(cache.positions_copied(), want + more, "skip {skip}");
@@ -351,7 +352,7 @@ fn a_skipped_position_that_differs_from_the_source_is_an_error() {
     let mut cache = KvCache::new(1);
     let mut histories = vec![Vec::new()];
     feed(&mut cache, &mut histories, &[vec![1, 2, 3]]);
-    cache.select_rows(&[0; 2], &Device::Cpu).unwrap();
+    cache.select_rows(&[0; 2]).unwrap();
     histories = vec![histories[0].clone(); 2];
     let fed = [vec![9], vec![9]];
     let (kv, _) = computed_call(&mut histories, &fed, cache.calls + 1);
@@ -364,8 +365,8 @@ fn a_skipped_position_that_differs_from_the_source_is_an_error() {
     let kv = Tensor::cat(&[&kv.narrow(0, 0, 1).unwrap(), &bumped], 0).unwrap();
     cache.append(0, kv.clone(), kv.clone()).unwrap();
     cache.advance(&refs(&fed));
-    cache.select_rows(&[0], &Device::Cpu).unwrap();
-    let error = cache.select_rows(&[0; 2], &Device::Cpu).unwrap_err();
+    cache.select_rows(&[0]).unwrap();
+    let error = cache.select_rows(&[0; 2]).unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("position 3") && message.contains("=off"),
@@ -376,9 +377,9 @@ fn a_skipped_position_that_differs_from_the_source_is_an_error() {
     plain.set_skip_shared(false);
     let mut histories = vec![Vec::new()];
     feed(&mut plain, &mut histories, &[vec![1, 2, 3]]);
-    plain.select_rows(&[0; 2], &Device::Cpu).unwrap();
+    plain.select_rows(&[0; 2]).unwrap();
     plain.append(0, kv.clone(), kv).unwrap();
     plain.advance(&refs(&fed));
-    plain.select_rows(&[0], &Device::Cpu).unwrap();
-    plain.select_rows(&[0; 2], &Device::Cpu).unwrap();
+    plain.select_rows(&[0]).unwrap();
+    plain.select_rows(&[0; 2]).unwrap();
 }
