@@ -195,7 +195,15 @@ pub static SETTINGS: &[Setting] = &[
         Text,
         false,
         "DEVICE",
-        "cpu, cuda, cuda:N or auto."
+        "cpu, cuda, cuda:N or auto; or a list (cuda:0,cuda:1) to place the target's layers across, in order."
+    ),
+    setting!(
+        "draft-device",
+        ["models.draft_device"],
+        Text,
+        false,
+        "DEVICE",
+        "The draft's device (default: the first of --device)."
     ),
     setting!(
         "target",

@@ -46,6 +46,12 @@ impl<A: OnDevice, B: OnDevice> OnDevice for (A, B) {
     }
 }
 
+impl<T: OnDevice> OnDevice for Vec<T> {
+    fn on(&self, device: &Device) -> Result<Self> {
+        self.iter().map(|t| t.on(device)).collect()
+    }
+}
+
 impl<T: OnDevice> OnDevice for Option<T> {
     fn on(&self, device: &Device) -> Result<Self> {
         self.as_ref().map(|t| t.on(device)).transpose()

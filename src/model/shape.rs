@@ -74,9 +74,10 @@ pub const PUBLISHED_SHAPES: &str = "experiments/shapes/published.json";
 const PUBLISHED: &str = include_str!("../../experiments/shapes/published.json");
 
 /// The shape of a published hub id from [`PUBLISHED_SHAPES`], when the
-/// cache has no `config.json` of it. A family this build does not run
-/// (Gemma) is sized as Llama-style (the same blocks, up to norms and
-/// soft-caps, a few thousandths of the weights), and the source says so.
+/// cache has no `config.json` of it, sized by its family's own entry. An
+/// architecture this build does not run is sized as Llama-style (rotary
+/// decoders share the blocks' weights up to norms, a few thousandths of
+/// them), and the source says so.
 fn published_shape(name: &str) -> Result<Option<KnownShape>> {
     let table: serde_json::Map<String, serde_json::Value> = serde_json::from_str(PUBLISHED)
         .with_context(|| format!("{PUBLISHED_SHAPES} is not a JSON object"))?;

@@ -16,7 +16,8 @@ fn sample(setting: &Setting) -> &'static str {
     match setting.flag {
         "schemes" => "is:m=20,specinfer",
         "datasets" => "wmt18",
-        "device" => "cuda:1",
+        "device" => "cuda:0,cuda:1",
+        "draft-device" => "cuda:1",
         "draft-quant" => "q4_0",
         "dtype" => "bf16",
         "draft-temp-pairs" => "1.2:1.6",
@@ -32,7 +33,7 @@ fn sample(setting: &Setting) -> &'static str {
 #[test]
 fn the_definitions_are_well_formed() {
     check_definitions().unwrap();
-    assert_eq!(SETTINGS.len(), 26);
+    assert_eq!(SETTINGS.len(), 27);
 }
 
 /// Every setting reaches the fields it names, and those alone (with what it

@@ -13,7 +13,7 @@ use candle_nn::Embedding;
 
 use self::block::{Activation, Block, RmsNorm};
 use super::ModelInfo;
-use super::decoder::{CachedDecoder, Family};
+use super::decoder::{CachedDecoder, Family, OnDevice};
 use super::kv_cache::KvCache;
 use super::layers::Linear;
 use super::llama::{LlamaConfig, LlamaWeights};
@@ -214,6 +214,15 @@ impl RotaryLayers {
 pub struct At {
     rotary: Vec<(Tensor, Tensor)>,
     window_mask: Option<Tensor>,
+}
+
+impl OnDevice for At {
+    fn on(&self, device: &Device) -> Result<Self> {
+        Ok(Self {
+            rotary: self.rotary.on(device)?,
+            window_mask: self.window_mask.on(device)?,
+        })
+    }
 }
 
 impl Family for RotaryLayers {
