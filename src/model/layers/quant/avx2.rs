@@ -142,8 +142,7 @@ unsafe fn group_32<const K: u8, const R: usize>(w: &[u8], x: [ActRow<'_>; R], ou
 /// # Safety
 /// AVX2 and F16C; `block` points at a whole block of kind `K`, and every
 /// row holds block `b`.
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
+#[inline(always)]
 unsafe fn step<const K: u8, const R: usize>(
     block: *const u8,
     x: &[ActRow<'_>; R],
@@ -165,7 +164,7 @@ unsafe fn step<const K: u8, const R: usize>(
             let scale = _mm256_set1_ps(d * dx);
             acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(scale, _mm256_cvtepi32_ps(lanes)));
             if matches!(K, Q4_1 | Q5_1) {
-                minimums[j] += m * (dx * *x[j].sums.get_unchecked(b) as f32);
+                minimums[j] += m * *x[j].s.get_unchecked(b);
             }
         }
     }
@@ -176,8 +175,7 @@ unsafe fn step<const K: u8, const R: usize>(
 ///
 /// # Safety
 /// AVX2 and F16C; `block` points at a whole block of kind `K`.
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
+#[inline(always)]
 unsafe fn unpack<const K: u8>(block: *const u8) -> (f32, f32, __m256i) {
     // SAFETY: every read lies in the block (`bytes_of(K)` long).
     unsafe {
@@ -211,25 +209,26 @@ unsafe fn unpack<const K: u8>(block: *const u8) -> (f32, f32, __m256i) {
 /// 32 bits → 32 bytes, 0xff where the bit is set (llama.cpp's
 /// `bytes_from_bits_32`): byte `i` takes byte `i / 8` of the word, every
 /// bit but `i mod 8` set, and compares to all-ones.
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn bits_to_bytes(bits: u32) -> __m256i {
-    let spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(bits as i32),
-        _mm256_set_epi64x(
-            0x0303_0303_0303_0303,
-            0x0202_0202_0202_0202,
-            0x0101_0101_0101_0101,
-            0,
-        ),
-    );
-    let others = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
-    _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1))
+#[inline(always)]
+unsafe fn bits_to_bytes(bits: u32) -> __m256i {
+    // SAFETY: register operations only (the caller has AVX2).
+    unsafe {
+        let spread = _mm256_shuffle_epi8(
+            _mm256_set1_epi32(bits as i32),
+            _mm256_set_epi64x(
+                0x0303_0303_0303_0303,
+                0x0202_0202_0202_0202,
+                0x0101_0101_0101_0101,
+                0,
+            ),
+        );
+        let others = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
+        _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1))
+    }
 }
 
 /// The half at `at`, as f32.
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
+#[inline(always)]
 unsafe fn half(at: *const u8) -> f32 {
     // SAFETY: two bytes readable at `at`; F16C (the caller's).
     unsafe {

@@ -167,6 +167,9 @@ pub struct Activations {
     pub d: Vec<f32>,
     /// Σ q per block of 32, or per 16 of a 256-block.
     pub sums: Vec<i32>,
+    /// Blocks of 32: `d · Σq` (in f32), what a `_1` type's minimum is
+    /// multiplied by; empty for Q8_K.
+    pub s: Vec<f32>,
 }
 
 /// One row of [`Activations`].
@@ -175,6 +178,7 @@ pub struct ActRow<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
     pub sums: &'a [i32],
+    pub s: &'a [f32],
 }
 
 impl Activations {
@@ -191,6 +195,7 @@ impl Activations {
             qs: vec![0; rows * cols],
             d: vec![0.0; blocks],
             sums: vec![0; rows * cols / span],
+            s: Vec::new(),
         };
         let parts = x[..rows * cols]
             .chunks_exact(block)
@@ -202,6 +207,11 @@ impl Activations {
             for (sum, q) in sums.iter_mut().zip(qs.chunks_exact(span)) {
                 *sum = q.iter().map(|&v| v as i32).sum();
             }
+        }
+        if block == QK {
+            out.s = (out.d.iter().zip(&out.sums))
+                .map(|(&d, &sum)| d * sum as f32)
+                .collect();
         }
         out
     }
@@ -218,6 +228,7 @@ impl Activations {
             all.qs.extend_from_slice(&part.qs);
             all.d.extend_from_slice(&part.d);
             all.sums.extend_from_slice(&part.sums);
+            all.s.extend_from_slice(&part.s);
         }
         all
     }
@@ -226,10 +237,12 @@ impl Activations {
     pub fn row(&self, r: usize) -> ActRow<'_> {
         let blocks = self.cols / self.block;
         let sums = self.sums.len() / self.rows.max(1);
+        let s = if self.s.is_empty() { 0 } else { blocks };
         ActRow {
             qs: &self.qs[r * self.cols..(r + 1) * self.cols],
             d: &self.d[r * blocks..(r + 1) * blocks],
             sums: &self.sums[r * sums..(r + 1) * sums],
+            s: &self.s[r * s..(r + 1) * s],
         }
     }
 }

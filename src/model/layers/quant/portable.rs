@@ -5,7 +5,7 @@
 //! 8 lanes of 4 consecutive values, `(d_w · d_x) · p_l` to lane `l` of
 //! accumulator `b mod 2` (`p_l` the exact integer dot of the lane's 4
 //! values; a product, then a sum: no fused multiply-add), and for the `_1`
-//! types `m_w · (d_x · Σq_x)` to a separate sum. The row's value is the
+//! types `m_w · s_x` to a separate sum (`s_x = d_x · Σq_x`, rounded once). The row's value is the
 //! two accumulators added lane by lane, the 8 lanes added as
 //! `((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))`, then the minimums' sum.
 //!
@@ -49,7 +49,7 @@ pub fn dot_32(kind: Kind, w: &[u8], x: ActRow<'_>) -> f32 {
             *lane += scale * p as f32;
         }
         if kind.has_min() {
-            minimums += m * (x.d[b] * x.sums[b] as f32);
+            minimums += m * x.s[b];
         }
     }
     let l: [f32; 8] = std::array::from_fn(|i| acc[0][i] + acc[1][i]);
