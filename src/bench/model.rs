@@ -11,9 +11,12 @@
 //! for comparison.
 //!
 //! With `--model FILE.gguf` it times a real GGUF model instead, once with
-//! its weights dequantized to f32 and once kept quantized (candle's
-//! quantized matmul), the floor taken from the bytes of the file's own
+//! its weights dequantized to f32 (row `dequantized`) and once kept
+//! quantized (row `quant:<kernels>`, the quantized kernels this CPU runs:
+//! `avx2` or `portable`), the floor taken from the bytes of the file's own
 //! tensors: the comparison behind the loader's default (`docs/gguf.md`).
+//! `scripts/bench-vs-llamacpp.sh` puts the quantized row beside llama.cpp's
+//! llama-bench on the same file.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -270,7 +273,9 @@ fn bench_gguf(
         let subject = Subject {
             label: match matmul {
                 Matmul::Dequantized => "dequantized".into(),
-                Matmul::Quantized => "quantized".into(),
+                Matmul::Quantized => {
+                    format!("quant:{}", crate::model::layers::quant::chosen().name())
+                }
             },
             parameters,
             weight_bytes,

@@ -118,7 +118,7 @@ pub struct BenchModelArgs {
     #[arg(long)]
     pub draft_size: Option<String>,
     /// Time this GGUF file instead of OPT shapes: its weights dequantized,
-    /// then kept quantized (candle's quantized matmul).
+    /// then kept quantized (the quantized kernels).
     #[arg(long, conflicts_with_all = ["sizes", "draft_size"])]
     pub model: Option<String>,
     /// cpu, cuda, cuda:N or auto.

@@ -6,6 +6,7 @@ use crate::data::Dataset;
 use crate::experiment::config::Overrides;
 use crate::model::device::{DeviceChoice, Precision};
 use crate::model::gguf::quant::Quant;
+use crate::model::gguf::weights::Matmul;
 use crate::select::SchemeSpec;
 
 /// Command-line overrides of a config's fields; `None` keeps the config's
@@ -76,6 +77,10 @@ pub struct OverrideFlags {
     /// Re-quantize a GGUF draft at load: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k … q6_k.
     #[arg(long)]
     pub draft_quant: Option<Quant>,
+    /// GGUF models (target and draft): quantized (the default) or
+    /// dequantized weights (docs/gguf.md).
+    #[arg(long)]
+    pub matmul: Option<Matmul>,
     /// Cut prompts longer than this many tokens from the left (docs/datasets.md).
     #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
@@ -118,6 +123,7 @@ impl From<OverrideFlags> for Overrides {
             target_revision: flags.target_revision,
             draft_revision: flags.draft_revision,
             draft_quant: flags.draft_quant,
+            matmul: flags.matmul,
             max_prompt_tokens: flags.max_prompt_tokens,
             sample_seed: flags.sample_seed,
             dtype: flags.dtype,

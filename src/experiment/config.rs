@@ -45,6 +45,11 @@ pub struct Models {
     /// (`docs/gguf.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
+    /// GGUF models, target and draft: `quantized` (the default: the
+    /// quantized kernels on the file's blocks) or `dequantized` (f32
+    /// weights, what transformers computes; `docs/gguf.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
     /// `cpu` (default), `cuda`, `cuda:N` or `auto`.
     #[serde(default)]
     pub device: DeviceChoice,
@@ -143,6 +148,7 @@ impl Models {
             device: self.device,
             dtype: self.dtype,
             requant,
+            matmul: self.matmul.unwrap_or_default(),
         };
         crate::model::PairSpec {
             target: side(&self.target, &self.target_revision, None),
@@ -348,6 +354,7 @@ pub struct Overrides {
     pub target_revision: Option<String>,
     pub draft_revision: Option<String>,
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
     pub max_prompt_tokens: Option<usize>,
     pub sample_seed: Option<u64>,
     pub dtype: Option<Precision>,
@@ -401,6 +408,9 @@ impl Overrides {
         }
         if self.draft_quant.is_some() {
             config.models.draft_quant = self.draft_quant;
+        }
+        if self.matmul.is_some() {
+            config.models.matmul = self.matmul;
         }
         if self.max_prompt_tokens.is_some() {
             config.data.max_prompt_tokens = self.max_prompt_tokens;

@@ -41,6 +41,7 @@ mod parity_smollm2;
 mod plot;
 mod plot_inputs;
 mod quality;
+mod quant_kernels;
 mod race;
 mod report;
 mod round_bound;

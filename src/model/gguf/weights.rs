@@ -15,18 +15,33 @@ use super::quant::{Quant, Requantized, requantize};
 use crate::model::layers::Linear;
 use crate::model::llama::LlamaWeights;
 
-/// How the weights of the linear layers are kept.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+/// How the weights of the linear layers are kept (`--matmul`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Matmul {
-    /// Dequantized at load to the run's dtype (every decoder path): the
-    /// faster on a decode step here (`docs/gguf.md`), so the default.
-    #[default]
+    /// Dequantized at load to the run's dtype (every decoder path).
     Dequantized,
-    /// Kept in their quantized blocks on the CPU, multiplied by candle's
-    /// quantized matmul: a quarter of the bytes, but candle 0.11's CPU
-    /// kernels ran a SmolLM2 decode step ~6× slower than the f32 path.
+    /// Kept in their quantized blocks on the CPU in f32, multiplied by
+    /// the quantized kernels (`crate::model::layers::quant`): the faster
+    /// on every call shape measured, at about the file's size in memory
+    /// (`docs/gguf.md`), so the default. Elsewhere (a GPU, f16) the
+    /// weights are dequantized whatever this says.
+    #[default]
     Quantized,
+}
+
+impl std::str::FromStr for Matmul {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "dequantized" => Ok(Self::Dequantized),
+            "quantized" => Ok(Self::Quantized),
+            other => Err(format!(
+                "matmul '{other}' is not a choice: use dequantized or quantized"
+            )),
+        }
+    }
 }
 
 pub struct GgufWeights<'a> {
