@@ -103,10 +103,10 @@ print(per["decode"], per[p], per[12] * 12, per[48] * 48)
 specbench_once() {
     local model=$1 threads=$2
     local rows
-    rows=$( "$SPECBENCH" bench model --model "$model" --threads "$threads" --batches 1 \
+    rows=$( "$SPECBENCH" bench model --model "$model" --matmul quantized --threads "$threads" --batches 1 \
         --prompt "$PROMPT" --steps "$STEPS" --repeats 1 --drafts 2 --draft-len 5 --json 2>/dev/null )
     local rows48
-    rows48=$( "$SPECBENCH" bench model --model "$model" --threads "$threads" --batches 1 \
+    rows48=$( "$SPECBENCH" bench model --model "$model" --matmul quantized --threads "$threads" --batches 1 \
         --prompt "$PROMPT" --steps 1 --repeats 1 --drafts 8 --draft-len 5 --json 2>/dev/null )
     "$PYTHON" -c '
 import json, sys

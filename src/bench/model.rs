@@ -49,6 +49,8 @@ pub struct ModelBenchOptions {
     pub draft_size: Option<String>,
     /// A GGUF file to time in both matmul modes instead of OPT shapes.
     pub model: Option<String>,
+    /// With `model`: only this matmul mode.
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
 }
 
 /// One (size, batch) row; times in milliseconds.
@@ -259,7 +261,11 @@ fn bench_gguf(
         .fold((0, 0), |(a, b), (n, bytes)| (a + n, b + bytes));
     drop(file);
     let mut rows = Vec::new();
-    for matmul in [Matmul::Dequantized, Matmul::Quantized] {
+    let modes = match options.matmul {
+        Some(only) => vec![only],
+        None => vec![Matmul::Dequantized, Matmul::Quantized],
+    };
+    for matmul in modes {
         let load = LoadOptions {
             device: options.device.clone(),
             dtype: options.dtype,

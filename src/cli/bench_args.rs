@@ -121,6 +121,10 @@ pub struct BenchModelArgs {
     /// then kept quantized (the quantized kernels).
     #[arg(long, conflicts_with_all = ["sizes", "draft_size"])]
     pub model: Option<String>,
+    /// With --model: time only this matmul path (quantized or
+    /// dequantized) instead of both.
+    #[arg(long, requires = "model")]
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
     pub device: DeviceChoice,
