@@ -99,8 +99,8 @@ fn logits(model: &mut dyn CausalLm, rows: &[Vec<u32>]) -> Vec<Vec<f32>> {
     let feed: Vec<&[u32]> = rows.iter().map(Vec::as_slice).collect();
     let out = model.forward(&feed, Positions::All).unwrap();
     let mut all = Vec::new();
-    for r in 0..rows.len() {
-        for t in 0..rows[r].len() {
+    for (r, row) in rows.iter().enumerate() {
+        for t in 0..row.len() {
             all.push(out.at(r, t).unwrap().to_vec());
         }
     }
