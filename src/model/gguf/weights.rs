@@ -1,8 +1,8 @@
 //! A GGUF file's tensors under Hugging Face's names, for the Llama family
 //! ([`LlamaWeights`]): renamed, Q and K rows put back in the order the
 //! decoder's rotary embedding expects, dequantized to the run's dtype or
-//! kept in their blocks for candle's quantized matmul, and (a self-draft)
-//! re-quantized.
+//! kept in their blocks for the quantized matmul (`crate::model::layers`),
+//! and (a self-draft) re-quantized.
 
 use std::borrow::Cow;
 
@@ -147,8 +147,8 @@ impl GgufWeights<'_> {
         Ok(())
     }
 
-    /// Kept in blocks only on the CPU in f32 (candle's quantized matmul
-    /// takes f32 activations there).
+    /// Kept in blocks only on the CPU in f32 (the quantized kernels take
+    /// f32 activations there).
     fn keeps_blocks(&self, dtype: GgmlDType) -> bool {
         self.matmul == Matmul::Quantized
             && self.device.is_cpu()
