@@ -10,11 +10,14 @@
 //! - draft laws built only when a scheme reads them (`decode::walk`);
 //! - the full path's own AVX/AVX2 loops (the largest logit, the exact
 //!   weights, the top-p candidates: `laws::weights`, `laws::processing`),
-//!   written to round exactly as their portable twins.
+//!   written to round exactly as their portable twins;
+//! - the quantized matmul's AVX2 kernels (`model::layers::quant` picks
+//!   them, or the portable ones: the same bits, docs/gguf.md, "Dequantized
+//!   or quantized matmul").
 //!
-//! The decoders' matmul kernels (`model::layers`) are not among them: their
-//! sums' order is the model's arithmetic, and other kernels give other
-//! logits.
+//! The decoders' f32 matmul kernels (`model::layers`) are not among them:
+//! their sums' order is the model's arithmetic, and other kernels give
+//! other logits.
 //!
 //! `SPECBENCH_FAST_PATHS=off` runs the plain code everywhere: the laws from
 //! every token's exact weight, the portable kernels, every KV position

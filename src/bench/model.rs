@@ -11,9 +11,12 @@
 //! for comparison.
 //!
 //! With `--model FILE.gguf` it times a real GGUF model instead, once with
-//! its weights dequantized to f32 and once kept quantized (candle's
-//! quantized matmul), the floor taken from the bytes of the file's own
+//! its weights dequantized to f32 (row `dequantized`) and once kept
+//! quantized (row `quant:<kernels>`, the quantized kernels this CPU runs:
+//! `avx2` or `portable`), the floor taken from the bytes of the file's own
 //! tensors: the comparison behind the loader's default (`docs/gguf.md`).
+//! `scripts/bench-vs-llamacpp.sh` puts the quantized row beside llama.cpp's
+//! llama-bench on the same file.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -46,6 +49,8 @@ pub struct ModelBenchOptions {
     pub draft_size: Option<String>,
     /// A GGUF file to time in both matmul modes instead of OPT shapes.
     pub model: Option<String>,
+    /// With `model`: only this matmul mode.
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
 }
 
 /// One (size, batch) row; times in milliseconds.
@@ -256,7 +261,11 @@ fn bench_gguf(
         .fold((0, 0), |(a, b), (n, bytes)| (a + n, b + bytes));
     drop(file);
     let mut rows = Vec::new();
-    for matmul in [Matmul::Dequantized, Matmul::Quantized] {
+    let modes = match options.matmul {
+        Some(only) => vec![only],
+        None => vec![Matmul::Dequantized, Matmul::Quantized],
+    };
+    for matmul in modes {
         let load = LoadOptions {
             device: options.device.clone(),
             dtype: options.dtype,
@@ -270,7 +279,9 @@ fn bench_gguf(
         let subject = Subject {
             label: match matmul {
                 Matmul::Dequantized => "dequantized".into(),
-                Matmul::Quantized => "quantized".into(),
+                Matmul::Quantized => {
+                    format!("quant:{}", crate::model::layers::quant::chosen().name())
+                }
             },
             parameters,
             weight_bytes,

@@ -121,9 +121,13 @@ pub struct BenchModelArgs {
     #[arg(long)]
     pub draft_size: Option<String>,
     /// Time this GGUF file instead of OPT shapes: its weights dequantized,
-    /// then kept quantized (candle's quantized matmul).
+    /// then kept quantized (the quantized kernels).
     #[arg(long, conflicts_with_all = ["sizes", "draft_size"])]
     pub model: Option<String>,
+    /// With --model: time only this matmul path (quantized or
+    /// dequantized) instead of both.
+    #[arg(long, requires = "model")]
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
     pub device: DeviceChoice,

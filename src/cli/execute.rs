@@ -231,6 +231,7 @@ fn bench_models(args: BenchModelArgs) -> Result<(), String> {
         seed: args.seed,
         draft_size: args.draft_size,
         model: args.model,
+        matmul: args.matmul,
     };
     let rows = bench_model(&options).map_err(line)?;
     if args.json {

@@ -45,6 +45,11 @@ pub struct Models {
     /// (`docs/gguf.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
+    /// GGUF models, target and draft: `dequantized` (the default: f32
+    /// weights, what transformers computes) or `quantized` (the quantized
+    /// kernels on the file's blocks; `docs/gguf.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matmul: Option<crate::model::gguf::weights::Matmul>,
     /// `cpu` (default), `cuda`, `cuda:N` or `auto`; or several devices
     /// (`"cuda:0,cuda:1"` or `["cuda:0", "cuda:1"]`) to place the target's
     /// layers across, in order (`docs/running.md`, "Multi-device placement").
@@ -150,6 +155,7 @@ impl Models {
                 layer_counts: None,
                 dtype: self.dtype,
                 requant,
+                matmul: self.matmul.unwrap_or_default(),
             }
         };
         let draft_device = self.draft_device().into();

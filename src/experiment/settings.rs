@@ -249,6 +249,14 @@ pub static SETTINGS: &[Setting] = &[
         "Re-quantize a GGUF draft at load: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k … q6_k."
     ),
     setting!(
+        "matmul",
+        ["models.matmul"],
+        Text,
+        false,
+        "PATH",
+        "GGUF models (target and draft): dequantized (the default) or quantized weights (docs/gguf.md)."
+    ),
+    setting!(
         "max-prompt-tokens",
         ["data.max_prompt_tokens"],
         Number,

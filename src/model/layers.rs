@@ -10,6 +10,7 @@ use super::Positions;
 
 mod kernels;
 mod linear;
+pub mod quant;
 
 pub use linear::{KERNEL_MAX_ROWS, Linear, PARALLEL_MIN_WORK, ROWS_PER_TASK};
 

@@ -64,6 +64,7 @@ fn load_real_pair(spec: &PairSpec) -> Result<ModelPair> {
             dtype: side.precision().dtype(),
             gguf: crate::model::gguf::GgufOptions {
                 requant: side.requant,
+                matmul: side.matmul,
                 ..Default::default()
             },
             split,

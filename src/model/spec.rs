@@ -24,6 +24,8 @@ pub struct ModelSpec {
     pub dtype: Option<Precision>,
     /// GGUF only: re-quantize the block matrices at load (a self-draft).
     pub requant: Option<super::gguf::quant::Quant>,
+    /// GGUF only: keep the weights quantized or dequantize them at load.
+    pub matmul: super::gguf::weights::Matmul,
 }
 
 /// A draft/target pair and, when they are `synthetic`, the family's parameters.

@@ -154,7 +154,7 @@ fn llama_tiny_tensors(dtype: GgmlDType) -> Vec<(String, QTensor)> {
 
 /// llama-tiny's config and the first 96 tokens of the tiny pair's
 /// vocabulary (no merges), as GGUF metadata.
-fn llama_tiny_metadata() -> Vec<(String, Value)> {
+pub(crate) fn llama_tiny_metadata() -> Vec<(String, Value)> {
     let (tokens, _) = tiny_vocabulary();
     let tokens: Vec<String> = tokens.into_iter().take(96).collect();
     vec![

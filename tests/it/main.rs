@@ -46,6 +46,7 @@ mod placement;
 mod plot;
 mod plot_inputs;
 mod quality;
+mod quant_kernels;
 mod report;
 mod round_bound;
 mod run;

@@ -20,6 +20,7 @@ fn sample(setting: &Setting) -> &'static str {
         "draft-device" => "cuda:1",
         "draft-quant" => "q4_0",
         "dtype" => "bf16",
+        "matmul" => "quantized",
         "draft-temp-pairs" => "1.2:1.6",
         "target-temp" | "top-p" => "0.5",
         "draft-temps" => "1.4,2",
@@ -33,7 +34,7 @@ fn sample(setting: &Setting) -> &'static str {
 #[test]
 fn the_definitions_are_well_formed() {
     check_definitions().unwrap();
-    assert_eq!(SETTINGS.len(), 27);
+    assert_eq!(SETTINGS.len(), 28);
 }
 
 /// Every setting reaches the fields it names, and those alone (with what it

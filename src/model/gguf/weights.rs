@@ -1,8 +1,8 @@
 //! A GGUF file's tensors under Hugging Face's names, for the Llama family
 //! ([`LlamaWeights`]): renamed, Q and K rows put back in the order the
 //! decoder's rotary embedding expects, dequantized to the run's dtype or
-//! kept in their blocks for candle's quantized matmul, and (a self-draft)
-//! re-quantized.
+//! kept in their blocks for the quantized matmul (`crate::model::layers`),
+//! and (a self-draft) re-quantized.
 
 use std::borrow::Cow;
 
@@ -15,18 +15,35 @@ use super::quant::{Quant, Requantized, requantize};
 use crate::model::layers::Linear;
 use crate::model::llama::LlamaWeights;
 
-/// How the weights of the linear layers are kept.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+/// How the weights of the linear layers are kept (`--matmul`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Matmul {
     /// Dequantized at load to the run's dtype (every decoder path): the
-    /// faster on a decode step here (`docs/gguf.md`), so the default.
+    /// default, the law the golden tests and every committed GGUF result
+    /// were computed with (a manifest that names no matmul means this).
     #[default]
     Dequantized,
-    /// Kept in their quantized blocks on the CPU, multiplied by candle's
-    /// quantized matmul: a quarter of the bytes, but candle 0.11's CPU
-    /// kernels ran a SmolLM2 decode step ~6× slower than the f32 path.
+    /// Kept in their quantized blocks on the CPU in f32, multiplied by
+    /// the quantized kernels (`crate::model::layers::quant`): faster on
+    /// every call shape measured, at about the file's size in memory
+    /// (`docs/gguf.md`). Elsewhere (a GPU, f16) the weights are
+    /// dequantized whatever this says.
     Quantized,
+}
+
+impl std::str::FromStr for Matmul {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "dequantized" => Ok(Self::Dequantized),
+            "quantized" => Ok(Self::Quantized),
+            other => Err(format!(
+                "matmul '{other}' is not a choice: use dequantized or quantized"
+            )),
+        }
+    }
 }
 
 pub struct GgufWeights<'a> {
@@ -148,8 +165,8 @@ impl GgufWeights<'_> {
         Ok(())
     }
 
-    /// Kept in blocks only on the CPU in f32 (candle's quantized matmul
-    /// takes f32 activations there).
+    /// Kept in blocks only on the CPU in f32 (the quantized kernels take
+    /// f32 activations there).
     fn keeps_blocks(&self, dtype: GgmlDType) -> bool {
         self.matmul == Matmul::Quantized
             && self.device.is_cpu()

@@ -18,15 +18,20 @@
 //!   along the long output dimension;
 //! * anything else (more rows, other dtypes or devices): candle's `Linear`.
 //!
-//! A GGUF weight may also stay quantized ([`Linear::quantized`]): candle's
-//! quantized matmul then reads its 4–8 bit blocks directly (a quarter of
-//! the bytes of f32; `docs/gguf.md` has the measured decode steps).
+//! A GGUF weight may also stay quantized ([`Linear::quantized`]): the
+//! kernels of [`super::quant`] then read its 4–8 bit blocks directly (a
+//! quarter of the bytes of f32 or less) with activations rounded to 8 bits;
+//! a block type they do not take (Q2_K, Q3_K) goes through candle's
+//! quantized matmul (`docs/gguf.md`, "Dequantized or quantized matmul").
+
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Tensor};
 use rayon::prelude::*;
 
 use super::kernels::{GROUP, dots};
+use super::quant::QuantMatrix;
 
 /// Output rows one task computes.
 pub const ROWS_PER_TASK: usize = 64;
@@ -48,9 +53,18 @@ pub struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
     candle: candle_nn::Linear,
-    /// Kept quantized: every product goes through candle's quantized
-    /// matmul, and `weight` is unused (an empty tensor).
-    quantized: Option<candle_core::quantized::QMatMul>,
+    /// Kept quantized: every product goes through the quantized kernels,
+    /// and `weight` is unused (an empty tensor).
+    quantized: Option<Quantized>,
+}
+
+/// A weight kept in its blocks, and who multiplies it.
+#[derive(Clone, Debug)]
+enum Quantized {
+    /// The kernels of [`super::quant`].
+    Own(Arc<QuantMatrix>),
+    /// candle's quantized matmul: block types the kernels do not take.
+    Candle(candle_core::quantized::QMatMul),
 }
 
 impl Linear {
@@ -66,19 +80,40 @@ impl Linear {
 
     /// A weight kept in its quantized blocks (`[output, input]`, no bias:
     /// no GGUF llama carries one on a quantized tensor).
+    /// On the CPU the blocks are copied out of the tensor for the
+    /// quantized kernels when they take its type.
     pub fn quantized(weight: candle_core::quantized::QTensor) -> Result<Self> {
         let device = weight.device();
         let empty = Tensor::zeros(0, DType::F32, &device)?;
+        let own = if device.is_cpu() {
+            QuantMatrix::from_qtensor(&weight)?
+        } else {
+            None
+        };
+        let quantized = match own {
+            Some(matrix) => Quantized::Own(Arc::new(matrix)),
+            None => Quantized::Candle(candle_core::quantized::QMatMul::from_qtensor(weight)?),
+        };
         Ok(Self {
             candle: candle_nn::Linear::new(empty.clone(), None),
             weight: empty,
             bias: None,
-            quantized: Some(candle_core::quantized::QMatMul::from_qtensor(weight)?),
+            quantized: Some(quantized),
         })
     }
 
     pub fn is_quantized(&self) -> bool {
         self.quantized.is_some()
+    }
+
+    /// Which quantized matmul multiplies this layer: `kernels` (this
+    /// crate's), `candle`, or `None` for a dense weight.
+    pub fn quantized_path(&self) -> Option<&'static str> {
+        match &self.quantized {
+            Some(Quantized::Own(_)) => Some("kernels"),
+            Some(Quantized::Candle(_)) => Some("candle"),
+            None => None,
+        }
     }
 
     pub fn weight(&self) -> &Tensor {
@@ -88,9 +123,13 @@ impl Linear {
     /// `x`: `[..., input]` → `[..., output]`, by the fastest path for its
     /// row count, dtype and device.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if let Some(q) = &self.quantized {
-            use candle_core::Module;
-            return Ok(q.forward(&x.contiguous()?)?);
+        match &self.quantized {
+            Some(Quantized::Own(matrix)) => return forward_quantized(matrix, x),
+            Some(Quantized::Candle(q)) => {
+                use candle_core::Module;
+                return Ok(q.forward(&x.contiguous()?)?);
+            }
+            None => {}
         }
         let rows = self.rows(x)?;
         if !self.on_cpu_in_f32(x) || rows == 0 || rows > TRANSPOSED_MAX_ROWS {
@@ -230,6 +269,30 @@ impl candle_core::Module for Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         Linear::forward(self, x).map_err(|e| candle_core::Error::Msg(format!("{e:#}")))
     }
+}
+
+/// `x Wᵀ` by the quantized kernels: `x` f32 on the CPU, `[..., input]`.
+fn forward_quantized(matrix: &QuantMatrix, x: &Tensor) -> Result<Tensor> {
+    let (output, input) = matrix.dims();
+    let last = *x
+        .dims()
+        .last()
+        .context("linear layer input has no dimensions")?;
+    anyhow::ensure!(
+        last == input && x.device().is_cpu() && x.dtype() == DType::F32,
+        "the quantized linear layer takes f32 rows of {input} features on the CPU, got {:?} {:?}",
+        x.dtype(),
+        x.dims()
+    );
+    let rows = x.elem_count() / input;
+    let x = x.contiguous()?;
+    let (storage, layout) = x.storage_and_layout();
+    let xs = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * input];
+    let y = matrix.matmul(xs, rows);
+    drop(storage);
+    let mut shape = x.dims().to_vec();
+    *shape.last_mut().context("no dimensions")? = output;
+    Ok(Tensor::from_vec(y, shape, x.device())?)
 }
 
 /// The f32 elements of a CPU tensor's storage from `offset` on.
