@@ -49,10 +49,18 @@ fn assert_every_scheme_passes(config: Config, sequences: usize, name: &str) {
     assert!(schemes.len() >= subjects, "{table}");
     for v in schemes {
         assert!(v.passes && v.outside == 0, "{}: {v:?}\n{table}", v.subject);
-        assert!(v.tokens >= sequences * 6, "{}: {} tokens", v.subject, v.tokens);
+        assert!(
+            v.tokens >= sequences * 6,
+            "{}: {} tokens",
+            v.subject,
+            v.tokens
+        );
     }
     let manifest = std::fs::read_to_string(out.join("parity.json")).unwrap();
-    assert!(manifest.contains("vocab=262144"), "the run's models are not V = 262144");
+    assert!(
+        manifest.contains("vocab=262144"),
+        "the run's models are not V = 262144"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -65,7 +73,14 @@ fn every_scheme_passes_parity_at_gemma3s_vocabulary() {
 
 #[test]
 fn untruncated_laws_at_gemma3s_vocabulary_pass_too() {
-    let ids = ["specinfer", "spectr", "optimal", "optimal:mode=luce", "ersd", "gls"];
+    let ids = [
+        "specinfer",
+        "spectr",
+        "optimal",
+        "optimal:mode=luce",
+        "ersd",
+        "gls",
+    ];
     let ids: Vec<String> = ids.map(String::from).to_vec();
     assert_every_scheme_passes(config(&ids, 1.0, 1.2), 6, "untruncated");
 }
