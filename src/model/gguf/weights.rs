@@ -25,9 +25,9 @@ pub enum Matmul {
     #[default]
     Dequantized,
     /// Kept in their quantized blocks on the CPU in f32, multiplied by
-    /// the quantized kernels (`crate::model::layers::quant`): faster on
-    /// every call shape measured, at about the file's size in memory
-    /// (`docs/gguf.md`). Elsewhere (a GPU, f16) the weights are
+    /// the quantized kernels (`crate::model::layers::quant`): faster per
+    /// decode step, slower per prefill, at about the file's size in memory
+    /// (`docs/gguf.md`, "Speed"). Elsewhere (a GPU, f16) the weights are
     /// dequantized whatever this says.
     Quantized,
 }
