@@ -289,17 +289,7 @@ pub fn check(config: &Config, estimate: &MemoryEstimate) -> Result<Option<Device
     if largest.total <= memory.free {
         return Ok(Some(memory));
     }
-    let mut fixes = Vec::new();
-    if estimate.dtype == Precision::F32 {
-        fixes.push("--dtype f16".to_string());
-    }
-    if largest.k > 1 {
-        fixes.push("fewer drafts (--drafts)".to_string());
-    }
-    fixes.push(format!(
-        "--max-prompt-tokens below {}",
-        estimate.prompt_tokens
-    ));
+    let fixes = lighter_settings(estimate, largest.k);
     bail!(
         "{}: the largest cell (K = {}) needs about {} ({}) but {} has {} free ({}): use {}",
         config.name,
@@ -346,4 +336,21 @@ pub fn describe_device(device: DeviceChoice) -> String {
         },
         None => format!("{device}: free memory unknown (no nvidia-smi answer); not checked"),
     }
+}
+
+/// What lowers a cell's memory, in the order to try: f16 weights (from
+/// f32), fewer drafts (from K > 1), shorter prompts.
+pub(super) fn lighter_settings(estimate: &MemoryEstimate, k: usize) -> Vec<String> {
+    let mut fixes = Vec::new();
+    if estimate.dtype == Precision::F32 {
+        fixes.push("--dtype f16".to_string());
+    }
+    if k > 1 {
+        fixes.push("fewer drafts (--drafts)".to_string());
+    }
+    fixes.push(format!(
+        "--max-prompt-tokens below {}",
+        estimate.prompt_tokens
+    ));
+    fixes
 }

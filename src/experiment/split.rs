@@ -16,8 +16,8 @@ use anyhow::{Result, bail};
 
 use super::config::Config;
 use super::machine::device_memory;
-use super::memory::{CellMemory, MemoryEstimate, gb, product, resolved_device};
-use crate::model::device::{DeviceChoice, Precision};
+use super::memory::{CellMemory, MemoryEstimate, gb, lighter_settings, product, resolved_device};
+use crate::model::device::DeviceChoice;
 use crate::model::placement::counts_by_share;
 use crate::model::shape::ModelShape;
 
@@ -213,16 +213,7 @@ pub fn check(config: &Config, estimate: &MemoryEstimate, plan: &SplitPlan) -> Re
         return Ok(());
     };
     let mut fixes = vec!["more devices in --device (cuda:0,cuda:1,cuda:2)".to_string()];
-    if estimate.dtype == Precision::F32 {
-        fixes.push("--dtype f16".into());
-    }
-    if plan.k > 1 {
-        fixes.push("fewer drafts (--drafts)".into());
-    }
-    fixes.push(format!(
-        "--max-prompt-tokens below {}",
-        estimate.prompt_tokens
-    ));
+    fixes.extend(lighter_settings(estimate, plan.k));
     bail!(
         "{}: the placement across {} does not fit: {} ({}) needs about {} for the largest cell (K = {}) but has {} free: use {}",
         config.name,

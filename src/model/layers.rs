@@ -14,6 +14,42 @@ pub mod quant;
 
 pub use linear::{KERNEL_MAX_ROWS, Linear, PARALLEL_MIN_WORK, ROWS_PER_TASK};
 
+/// A matmul's output computed output-major (`[outputs, rows]`, so that each
+/// task owns one contiguous stretch of `per_task` outputs × `rows`) by
+/// `task(chunk, stretch)`, across the rayon pool when `parallel` and the
+/// pool has more than one thread, then turned to `[rows, outputs]`. Each
+/// value is written by exactly one task, so the split changes no bit.
+pub(crate) fn by_output_chunks<F>(
+    outputs: usize,
+    rows: usize,
+    per_task: usize,
+    parallel: bool,
+    task: F,
+) -> Vec<f32>
+where
+    F: Fn((usize, &mut [f32])) + Sync + Send,
+{
+    use rayon::prelude::*;
+    let mut yt = vec![0f32; outputs * rows];
+    if parallel && rayon::current_num_threads() > 1 {
+        yt.par_chunks_mut(per_task * rows)
+            .enumerate()
+            .for_each(task);
+    } else {
+        yt.chunks_mut(per_task * rows).enumerate().for_each(task);
+    }
+    if rows == 1 {
+        return yt;
+    }
+    let mut y = vec![0f32; rows * outputs];
+    for (output, values) in yt.chunks(rows).enumerate() {
+        for (row, &v) in values.iter().enumerate() {
+            y[row * outputs + output] = v;
+        }
+    }
+    y
+}
+
 /// `name.weight` (`[output, input]`) and, if asked, `name.bias`.
 pub fn linear(
     vb: &VarBuilder,

@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Tensor};
-use rayon::prelude::*;
 
 use super::kernels::{GROUP, dots};
 use super::quant::QuantMatrix;
@@ -184,9 +183,6 @@ impl Linear {
             }
             None => None,
         };
-        // Output-major (`[output, rows]`) so that each task owns one
-        // contiguous stretch; turned to `[rows, output]` below.
-        let mut yt = vec![0f32; output * rows];
         let task = |(chunk, out): (usize, &mut [f32])| {
             // Weight rows one after the other: a single sequential stream
             // from memory, which the prefetchers keep up with (dotting one
@@ -204,27 +200,8 @@ impl Linear {
                 }
             }
         };
-        let work = output * input * rows;
-        if rayon::current_num_threads() > 1 && work >= PARALLEL_MIN_WORK {
-            yt.par_chunks_mut(ROWS_PER_TASK * rows)
-                .enumerate()
-                .for_each(task);
-        } else {
-            yt.chunks_mut(ROWS_PER_TASK * rows)
-                .enumerate()
-                .for_each(task);
-        }
-        let y = if rows == 1 {
-            yt
-        } else {
-            let mut y = vec![0f32; rows * output];
-            for (row, values) in yt.chunks(rows).enumerate() {
-                for (j, &v) in values.iter().enumerate() {
-                    y[j * output + row] = v;
-                }
-            }
-            y
-        };
+        let parallel = output * input * rows >= PARALLEL_MIN_WORK;
+        let y = super::by_output_chunks(output, rows, ROWS_PER_TASK, parallel, task);
         drop(w_storage);
         Ok(Tensor::from_vec(
             y,

@@ -168,9 +168,6 @@ impl QuantMatrix {
     pub fn matmul_with(&self, kernels: &dyn Kernels, x: &[f32], rows: usize) -> Vec<f32> {
         let acts = self.quantize(x, rows);
         let row_bytes = self.row_bytes();
-        // Output-major (`[self.rows, rows]`) so that each task owns one
-        // contiguous stretch; turned to `[rows, self.rows]` below.
-        let mut yt = vec![0f32; self.rows * rows];
         let task = |(chunk, out): (usize, &mut [f32])| {
             let first = chunk * ROWS_PER_TASK;
             let weights = &self.data[first * row_bytes..];
@@ -188,26 +185,8 @@ impl QuantMatrix {
                 }
             }
         };
-        let work = self.rows * self.cols * rows;
-        if rayon::current_num_threads() > 1 && work >= PARALLEL_MIN_WORK {
-            yt.par_chunks_mut(ROWS_PER_TASK * rows)
-                .enumerate()
-                .for_each(task);
-        } else {
-            yt.chunks_mut(ROWS_PER_TASK * rows)
-                .enumerate()
-                .for_each(task);
-        }
-        if rows == 1 {
-            return yt;
-        }
-        let mut y = vec![0f32; rows * self.rows];
-        for (feature, values) in yt.chunks(rows).enumerate() {
-            for (row, &v) in values.iter().enumerate() {
-                y[row * self.rows + feature] = v;
-            }
-        }
-        y
+        let parallel = self.rows * self.cols * rows >= PARALLEL_MIN_WORK;
+        super::by_output_chunks(self.rows, rows, ROWS_PER_TASK, parallel, task)
     }
 
     /// The activations rounded to 8 bits, each row on its own (split
