@@ -258,29 +258,48 @@ fn link_targets(text: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn every_link_and_anchor_the_docs_give_exists() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// Checks every target `targets_of` finds in each of `files`, resolved
+/// from the folder `base` gives for that file: at least 100 of them (a scan
+/// that finds nothing must not pass), and none leading nowhere.
+fn assert_all_resolve(
+    files: &[std::path::PathBuf],
+    targets_of: fn(&str) -> Vec<String>,
+    base: impl Fn(&Path) -> std::path::PathBuf,
+    what: &str,
+) {
     let mut broken = Vec::new();
     let mut checked = 0;
-    for page in pages(root) {
-        let text = std::fs::read_to_string(&page).unwrap();
-        for target in link_targets(&text) {
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let base = base(file);
+        for target in targets_of(&text) {
             checked += 1;
-            if let Err(e) = resolves(page.parent().unwrap(), &target, &page) {
-                broken.push(format!("{}: {e}", page.display()));
+            let own = if file.extension().is_some_and(|e| e == "md") {
+                file.as_path()
+            } else {
+                base.as_path()
+            };
+            if let Err(e) = resolves(&base, &target, own) {
+                broken.push(format!("{}: {e}", file.display()));
             }
         }
     }
     assert!(
         checked > 100,
-        "only {checked} links found: is the scan broken?"
+        "only {checked} {what} found: is the scan broken?"
     );
     assert!(
         broken.is_empty(),
-        "links that lead nowhere:\n{}",
+        "{what} that lead nowhere:\n{}",
         broken.join("\n")
     );
+}
+
+#[test]
+fn every_link_and_anchor_the_docs_give_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let base = |page: &Path| page.parent().unwrap().to_path_buf();
+    assert_all_resolve(&pages(root), link_targets, base, "links");
 }
 
 /// The files a citation can sit in: the source, the tests, the configs.
@@ -324,26 +343,8 @@ fn docs_citations(text: &str) -> Vec<String> {
 #[test]
 fn every_page_and_section_the_source_cites_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut broken = Vec::new();
-    let mut checked = 0;
-    for file in citing_files(root) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for cited in docs_citations(&text) {
-            checked += 1;
-            if let Err(e) = resolves(root, &cited, root) {
-                broken.push(format!("{}: {e}", file.display()));
-            }
-        }
-    }
-    assert!(
-        checked > 100,
-        "only {checked} citations found: is the scan broken?"
-    );
-    assert!(
-        broken.is_empty(),
-        "citations that lead nowhere:\n{}",
-        broken.join("\n")
-    );
+    let files = citing_files(root);
+    assert_all_resolve(&files, docs_citations, |_| root.to_path_buf(), "citations");
 }
 
 /// A scheme cited by a section letter (the section sign, or the index page
