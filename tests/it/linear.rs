@@ -25,7 +25,7 @@ fn random(shape: &[usize], seed: u64) -> Tensor {
 }
 
 /// Largest |a − b| over the largest |b|.
-fn relative_gap(a: &Tensor, b: &Tensor) -> f32 {
+pub(crate) fn relative_gap(a: &Tensor, b: &Tensor) -> f32 {
     assert_eq!(a.dims(), b.dims());
     let gap = (a - b)
         .unwrap()
