@@ -43,18 +43,23 @@ fn pages(root: &Path) -> Vec<std::path::PathBuf> {
     pages
 }
 
+/// The lines of a markdown text outside fenced code blocks (the fences
+/// themselves left out too).
+fn unfenced_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
+}
+
 /// The cited paths of `text` outside fenced code blocks.
 fn cited_paths(text: &str) -> Vec<String> {
     let mut paths = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for line in unfenced_lines(text) {
         for (start, _) in line.match_indices(['s', 't', 'd', 'e']) {
             let before = line[..start].chars().last();
             if before.is_some_and(|c| c.is_alphanumeric() || "/._-".contains(c)) {
@@ -157,14 +162,7 @@ fn every_run_the_docs_cite_is_committed() {
     let mut cited = Vec::new();
     for page in &pages(root) {
         let text = std::fs::read_to_string(page).unwrap();
-        let mut fenced = false;
-        for line in text.lines() {
-            if line.trim_start().starts_with("```") {
-                fenced = !fenced;
-            }
-            if fenced {
-                continue;
-            }
+        for line in unfenced_lines(&text) {
             for (start, _) in line.match_indices("results/") {
                 let rest = &line[start + "results/".len()..];
                 let end = rest
@@ -205,16 +203,10 @@ fn slug(heading: &str) -> String {
 /// The anchors of a markdown page's headings (outside fenced code).
 fn anchors(page: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(page).unwrap_or_default();
-    let mut fenced = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced && line.starts_with('#') {
-            out.push(slug(line.trim_start_matches('#')));
-        }
-    }
-    out
+    unfenced_lines(&text)
+        .filter(|line| line.starts_with('#'))
+        .map(|line| slug(line.trim_start_matches('#')))
+        .collect()
 }
 
 /// Whether `target` (a path, possibly with `#anchor`, resolved against
@@ -238,15 +230,7 @@ fn resolves(base: &Path, target: &str, own: &Path) -> Result<(), String> {
 /// The relative link targets of a markdown page, outside fenced code.
 fn link_targets(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for line in unfenced_lines(text) {
         for (at, _) in line.match_indices("](") {
             let rest = &line[at + 2..];
             let target = &rest[..rest.find(')').unwrap_or(rest.len())];
