@@ -50,6 +50,49 @@ where
     y
 }
 
+/// A matmul's output computed in stripes of `per_task` outputs: task
+/// `chunk` fills its stripe row-major (`[rows, len]`, `len` ≤ `per_task`
+/// outputs from `chunk · per_task` on) by `task(chunk, stripe)`, across
+/// the rayon pool when `parallel` and the pool has more than one thread;
+/// the stripes are then copied into `[rows, outputs]` a row's stretch at a
+/// time. Each value is written by exactly one task, so the split changes
+/// no bit.
+pub(crate) fn by_output_stripes<F>(
+    outputs: usize,
+    rows: usize,
+    per_task: usize,
+    parallel: bool,
+    task: F,
+) -> Vec<f32>
+where
+    F: Fn((usize, &mut [f32])) + Sync + Send,
+{
+    use rayon::prelude::*;
+    let mut stripes = vec![0f32; outputs * rows];
+    if parallel && rayon::current_num_threads() > 1 {
+        stripes
+            .par_chunks_mut(per_task * rows)
+            .enumerate()
+            .for_each(task);
+    } else {
+        stripes
+            .chunks_mut(per_task * rows)
+            .enumerate()
+            .for_each(task);
+    }
+    if rows == 1 {
+        return stripes;
+    }
+    let mut y = vec![0f32; rows * outputs];
+    for (chunk, stripe) in stripes.chunks(per_task * rows).enumerate() {
+        let (first, len) = (chunk * per_task, stripe.len() / rows);
+        for (row, values) in stripe.chunks_exact(len).enumerate() {
+            y[row * outputs + first..row * outputs + first + len].copy_from_slice(values);
+        }
+    }
+    y
+}
+
 /// `name.weight` (`[output, input]`) and, if asked, `name.bias`.
 pub fn linear(
     vb: &VarBuilder,

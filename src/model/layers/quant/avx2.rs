@@ -1,20 +1,16 @@
-//! The kernels 32 values at a time with AVX2 (and F16C for the blocks'
-//! half-precision scales), giving the bits [`super::portable`] gives: the
-//! integer dots are exact however they are summed, and the f32 steps are
-//! the portable ones — the same lanes of 4 values, the same two
-//! accumulators, a product then a sum, the same order of the final
-//! additions.
+//! The k-quant kernels with AVX2 (and F16C for the blocks' half-precision
+//! scales), giving the bits [`super::portable`] gives: the integer dots
+//! are exact however they are summed, and the f32 steps are the shared
+//! [`super::finish_k`]. The 32-value types' AVX2 kernels are
+//! [`super::packed::avx2`].
 //!
 //! Weights times activations in bytes go through `maddubs` (unsigned ×
-//! signed pairs into i16, then `madd` into i32): the `_1` types' values
-//! are unsigned already; the signed ones pass their magnitude, and their
-//! sign moves onto the activation (llama.cpp's `mul_sum_i8_pairs`). No pair
-//! can saturate: at most 2 · 128 · 127.
+//! signed pairs into i16, then `madd` into i32); no pair can saturate.
 
 use std::arch::x86_64::*;
 
-use super::blocks::{ActRow, Activations, Kind, QK, QK_K, scales_mins_k4};
-use super::{GROUP, Kernels, finish_k};
+use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4};
+use super::{GROUP, Kernels, finish_k, packed};
 
 pub struct Avx2 {
     _checked: (),
@@ -28,14 +24,6 @@ impl Avx2 {
             .then_some(Self { _checked: () })
     }
 }
-
-// The 32-value kinds as const parameters, so each kernel is compiled for
-// its own layout.
-const Q4_0: u8 = 0;
-const Q4_1: u8 = 1;
-const Q5_0: u8 = 2;
-const Q5_1: u8 = 3;
-const Q8_0: u8 = 4;
 
 impl Kernels for Avx2 {
     fn name(&self) -> &'static str {
@@ -52,198 +40,27 @@ impl Kernels for Avx2 {
             x.cols / kind.block() * kind.bytes(),
             "dots: bad row"
         );
+        for (j, value) in out.iter_mut().enumerate() {
+            // SAFETY: an `Avx2` exists only where the CPU has AVX2 and
+            // F16C; the sizes are checked above.
+            *value = unsafe { dot_k(kind, w, x.row(first + j)) };
+        }
+    }
+
+    fn packed(&self, kind: Kind, group: &[u8], x: &[ActRow<'_>], out: &mut [[f32; packed::ROWS]]) {
+        let block = packed::ROWS * kind.bytes();
+        assert!(
+            !kind.is_k()
+                && group.len().is_multiple_of(block)
+                && x.len() <= GROUP
+                && out.len() >= x.len()
+                && x.iter().all(|row| row.d.len() >= group.len() / block),
+            "packed: bad operand sizes"
+        );
         // SAFETY: an `Avx2` exists only where the CPU has AVX2 and F16C;
         // the sizes are checked above.
-        unsafe {
-            match kind {
-                Kind::Q4_0 => dots_32::<Q4_0>(w, x, first, out),
-                Kind::Q4_1 => dots_32::<Q4_1>(w, x, first, out),
-                Kind::Q5_0 => dots_32::<Q5_0>(w, x, first, out),
-                Kind::Q5_1 => dots_32::<Q5_1>(w, x, first, out),
-                Kind::Q8_0 => dots_32::<Q8_0>(w, x, first, out),
-                _ => {
-                    for (j, value) in out.iter_mut().enumerate() {
-                        *value = dot_k(kind, w, x.row(first + j));
-                    }
-                }
-            }
-        }
+        unsafe { packed::avx2::group(kind, group, x, out) }
     }
-}
-
-/// `out.len()` rows at once, by row count.
-///
-/// # Safety
-/// AVX2 and F16C; `w` one row of `x.cols` values; `first + out.len() <=
-/// x.rows`, `out.len() <= GROUP`.
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn dots_32<const K: u8>(w: &[u8], x: &Activations, first: usize, out: &mut [f32]) {
-    let rows = |j: usize| x.row(first + j);
-    // SAFETY: the caller's promises, passed on.
-    unsafe {
-        match out.len() {
-            1 => group_32::<K, 1>(w, [rows(0)], out),
-            2 => group_32::<K, 2>(w, [rows(0), rows(1)], out),
-            3 => group_32::<K, 3>(w, [rows(0), rows(1), rows(2)], out),
-            4 => group_32::<K, 4>(w, [rows(0), rows(1), rows(2), rows(3)], out),
-            _ => {}
-        }
-    }
-}
-
-/// Bytes per block of kind `K`.
-const fn bytes_of(k: u8) -> usize {
-    match k {
-        Q4_0 => 18,
-        Q4_1 => 20,
-        Q5_0 => 22,
-        Q5_1 => 24,
-        _ => 34,
-    }
-}
-
-/// One weight row with `R` activation rows: each block unpacked once.
-///
-/// # Safety
-/// AVX2 and F16C; every row of `x` as long as `w` holds values.
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn group_32<const K: u8, const R: usize>(w: &[u8], x: [ActRow<'_>; R], out: &mut [f32]) {
-    let bytes = bytes_of(K);
-    let blocks = w.len() / bytes;
-    let mut even = [_mm256_setzero_ps(); R];
-    let mut odd = [_mm256_setzero_ps(); R];
-    let mut minimums = [0f32; R];
-    let mut b = 0;
-    // SAFETY: b < blocks, so block b lies in `w` and its 32 activations
-    // in each row (asserted by the caller).
-    unsafe {
-        while b + 1 < blocks {
-            step::<K, R>(w.as_ptr().add(b * bytes), &x, b, &mut even, &mut minimums);
-            step::<K, R>(
-                w.as_ptr().add((b + 1) * bytes),
-                &x,
-                b + 1,
-                &mut odd,
-                &mut minimums,
-            );
-            b += 2;
-        }
-        if b < blocks {
-            step::<K, R>(w.as_ptr().add(b * bytes), &x, b, &mut even, &mut minimums);
-        }
-    }
-    for j in 0..R {
-        out[j] = lane_sum(_mm256_add_ps(even[j], odd[j])) + minimums[j];
-    }
-}
-
-/// Block `b` into every row's accumulator.
-///
-/// # Safety
-/// AVX2 and F16C; `block` points at a whole block of kind `K`, and every
-/// row holds block `b`.
-#[inline(always)]
-unsafe fn step<const K: u8, const R: usize>(
-    block: *const u8,
-    x: &[ActRow<'_>; R],
-    b: usize,
-    acc: &mut [__m256; R],
-    minimums: &mut [f32; R],
-) {
-    // SAFETY: the caller's promises.
-    unsafe {
-        let (d, m, q) = unpack::<K>(block);
-        let signed = matches!(K, Q4_0 | Q5_0 | Q8_0);
-        let magnitude = if signed { _mm256_sign_epi8(q, q) } else { q };
-        let ones = _mm256_set1_epi16(1);
-        for j in 0..R {
-            let y = _mm256_loadu_si256(x[j].qs.as_ptr().add(b * QK) as *const __m256i);
-            let y = if signed { _mm256_sign_epi8(y, q) } else { y };
-            let lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, y), ones);
-            let dx = *x[j].d.get_unchecked(b);
-            let scale = _mm256_set1_ps(d * dx);
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(scale, _mm256_cvtepi32_ps(lanes)));
-            if matches!(K, Q4_1 | Q5_1) {
-                minimums[j] += m * *x[j].s.get_unchecked(b);
-            }
-        }
-    }
-}
-
-/// A block's scale, minimum (0 where none) and 32 values in order: signed
-/// (offset taken off) for the `_0` types, unsigned for the `_1` ones.
-///
-/// # Safety
-/// AVX2 and F16C; `block` points at a whole block of kind `K`.
-#[inline(always)]
-unsafe fn unpack<const K: u8>(block: *const u8) -> (f32, f32, __m256i) {
-    // SAFETY: every read lies in the block (`bytes_of(K)` long).
-    unsafe {
-        let d = half(block);
-        let low4 = _mm256_set1_epi8(0x0f);
-        let nibbles = |at: usize| {
-            let packed = _mm_loadu_si128(block.add(at) as *const __m128i);
-            let lo = _mm_and_si128(packed, _mm256_castsi256_si128(low4));
-            let hi = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm256_castsi256_si128(low4));
-            _mm256_set_m128i(hi, lo)
-        };
-        match K {
-            Q4_0 => (d, 0.0, _mm256_sub_epi8(nibbles(2), _mm256_set1_epi8(8))),
-            Q4_1 => (d, half(block.add(2)), nibbles(4)),
-            Q5_0 => {
-                let high = bits_to_bytes(std::ptr::read_unaligned(block.add(2) as *const u32));
-                // A clear fifth bit: the value minus 16 is the nibble | 0xf0.
-                let offset = _mm256_andnot_si256(high, _mm256_set1_epi8(0xf0u8 as i8));
-                (d, 0.0, _mm256_or_si256(nibbles(6), offset))
-            }
-            Q5_1 => {
-                let high = bits_to_bytes(std::ptr::read_unaligned(block.add(4) as *const u32));
-                let fifth = _mm256_and_si256(high, _mm256_set1_epi8(0x10));
-                (d, half(block.add(2)), _mm256_or_si256(nibbles(8), fifth))
-            }
-            _ => (d, 0.0, _mm256_loadu_si256(block.add(2) as *const __m256i)),
-        }
-    }
-}
-
-/// 32 bits → 32 bytes, 0xff where the bit is set (llama.cpp's
-/// `bytes_from_bits_32`): byte `i` takes byte `i / 8` of the word, every
-/// bit but `i mod 8` set, and compares to all-ones.
-#[inline(always)]
-unsafe fn bits_to_bytes(bits: u32) -> __m256i {
-    // SAFETY: register operations only (the caller has AVX2).
-    unsafe {
-        let spread = _mm256_shuffle_epi8(
-            _mm256_set1_epi32(bits as i32),
-            _mm256_set_epi64x(
-                0x0303_0303_0303_0303,
-                0x0202_0202_0202_0202,
-                0x0101_0101_0101_0101,
-                0,
-            ),
-        );
-        let others = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
-        _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1))
-    }
-}
-
-/// The half at `at`, as f32.
-#[inline(always)]
-unsafe fn half(at: *const u8) -> f32 {
-    // SAFETY: two bytes readable at `at`; F16C (the caller's).
-    unsafe {
-        let bits = std::ptr::read_unaligned(at as *const u16);
-        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
-    }
-}
-
-/// `((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))`, as the portable kernels add.
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn lane_sum(v: __m256) -> f32 {
-    let half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    let quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
-    _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)))
 }
 
 /// The sum of 8 i32 lanes (exact: no order matters).

@@ -2,11 +2,13 @@
 //! (llama.cpp's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K layouts),
 //! never dequantized, dotted with activations rounded to 8 bits per block
 //! as llama.cpp rounds them (Q8_0 blocks of 32 with their sums for the
-//! 32-value types, Q8_K blocks of 256 for the k-quants; [`blocks`]).
+//! 32-value types, Q8_K blocks of 256 for the k-quants; [`blocks`]). The
+//! 32-value types are repacked eight rows at a time when a matrix is made
+//! ([`packed`]); the k-quants stay as the file stores them.
 //!
-//! The inner loops sit behind one trait, [`Kernels`]: [`portable`] defines
-//! the arithmetic, `avx2` gives the same bits 32 values at a time (the
-//! tests compare them). [`chosen`] is the one place that picks: AVX2 where
+//! The inner loops sit behind one trait, [`Kernels`]: [`portable`] and
+//! [`packed::portable`] define the arithmetic, the AVX2 kernels give the
+//! same bits 32 values at a time (the tests compare them). [`chosen`] is the one place that picks: AVX2 where
 //! the CPU has AVX2 and F16C and the fast paths are on
 //! ([`crate::fast::enabled`]), portable otherwise.
 //!
@@ -15,6 +17,7 @@
 //! (`docs/gguf.md`, "Dequantized or quantized matmul").
 
 pub mod blocks;
+pub mod packed;
 pub mod portable;
 
 #[cfg(target_arch = "x86_64")]
@@ -26,15 +29,17 @@ use anyhow::{Result, bail};
 use candle_core::quantized::QTensor;
 use rayon::prelude::*;
 
-use self::blocks::{Activations, Kind, half_at};
+use self::blocks::{ActRow, Activations, Kind, QK, half_at};
+use self::packed::LANE_ROW;
 use self::portable::Portable;
 
-/// Most activation rows one [`Kernels::dots`] call takes: each weight
-/// block is unpacked once for all of them.
+/// Most activation rows one [`Kernels::dots`] or [`Kernels::packed`] call
+/// takes: each weight block is unpacked once for all of them.
 pub const GROUP: usize = 4;
 
 /// Weight rows one task computes, over every activation row: the task's
-/// weights stay in cache while the activation rows pass over them.
+/// weights stay in cache while the activation rows pass over them. A
+/// multiple of [`packed::ROWS`].
 pub const ROWS_PER_TASK: usize = 32;
 
 /// Below this many multiply-adds a product stays on its thread: waking a
@@ -46,9 +51,16 @@ pub trait Kernels: Sync {
     /// `portable` or `avx2`.
     fn name(&self) -> &'static str;
 
-    /// `out[j]` = weight row `w` (whole blocks of `kind`) · activation row
-    /// `first + j` of `x`, for the `out.len()` ≤ [`GROUP`] rows.
+    /// `out[j]` = weight row `w` (whole blocks of the k-quant `kind`) ·
+    /// activation row `first + j` of `x`, for the `out.len()` ≤ [`GROUP`]
+    /// rows.
     fn dots(&self, kind: Kind, w: &[u8], x: &Activations, first: usize, out: &mut [f32]);
+
+    /// `out[j][lane]` = row [`LANE_ROW`]`[lane]` of a group of eight packed
+    /// weight rows of the 32-value `kind` (whole packed blocks, see
+    /// [`packed`]) · activation row `x[j]`, for the `x.len()` ≤ [`GROUP`]
+    /// rows.
+    fn packed(&self, kind: Kind, group: &[u8], x: &[ActRow<'_>], out: &mut [[f32; packed::ROWS]]);
 }
 
 /// The kernels this process runs, chosen on the first call.
@@ -94,7 +106,9 @@ pub fn finish_k(kind: Kind, block: &[u8], dx: f32, (dot, mins): (i32, i32), acc:
     }
 }
 
-/// A `[rows, cols]` weight matrix in its quantized blocks, row after row.
+/// A `[rows, cols]` weight matrix in its quantized blocks: the 32-value
+/// types packed eight rows at a time ([`packed::pack`]), the k-quants row
+/// after row as the file stores them.
 #[derive(Clone, Debug)]
 pub struct QuantMatrix {
     kind: Kind,
@@ -121,6 +135,11 @@ impl QuantMatrix {
                 data.len()
             );
         }
+        let data = if kind.is_k() {
+            data
+        } else {
+            packed::pack(kind, rows, cols, &data)
+        };
         Ok(Self {
             kind,
             rows,
@@ -167,26 +186,71 @@ impl QuantMatrix {
     /// [`Self::matmul`] by the given kernels.
     pub fn matmul_with(&self, kernels: &dyn Kernels, x: &[f32], rows: usize) -> Vec<f32> {
         let acts = self.quantize(x, rows);
+        let parallel = self.rows * self.cols * rows >= PARALLEL_MIN_WORK;
+        if self.kind.is_k() {
+            let task = |chunk: (usize, &mut [f32])| self.rows_task(kernels, &acts, chunk);
+            return super::by_output_stripes(self.rows, rows, ROWS_PER_TASK, parallel, task);
+        }
+        let act_rows: Vec<ActRow<'_>> = (0..rows).map(|j| acts.row(j)).collect();
+        let task = |chunk: (usize, &mut [f32])| self.packed_task(kernels, &act_rows, chunk);
+        super::by_output_stripes(self.rows, rows, ROWS_PER_TASK, parallel, task)
+    }
+
+    /// One task's stripe (`out`: every activation row × its weight rows)
+    /// from weight rows stored one after the other (the k-quants).
+    fn rows_task(
+        &self,
+        kernels: &dyn Kernels,
+        acts: &Activations,
+        (chunk, out): (usize, &mut [f32]),
+    ) {
+        let rows = acts.rows;
+        let outputs = out.len() / rows;
         let row_bytes = self.row_bytes();
-        let task = |(chunk, out): (usize, &mut [f32])| {
-            let first = chunk * ROWS_PER_TASK;
-            let weights = &self.data[first * row_bytes..];
-            for group in (0..rows).step_by(GROUP) {
-                let width = GROUP.min(rows - group);
-                for (i, values) in out.chunks_mut(rows).enumerate() {
-                    let w = &weights[i * row_bytes..(i + 1) * row_bytes];
-                    kernels.dots(
-                        self.kind,
-                        w,
-                        &acts,
-                        group,
-                        &mut values[group..group + width],
-                    );
+        let weights = &self.data[chunk * ROWS_PER_TASK * row_bytes..];
+        for first in (0..rows).step_by(GROUP) {
+            let width = GROUP.min(rows - first);
+            for i in 0..outputs {
+                let w = &weights[i * row_bytes..(i + 1) * row_bytes];
+                let mut values = [0f32; GROUP];
+                kernels.dots(self.kind, w, acts, first, &mut values[..width]);
+                for (j, &v) in values[..width].iter().enumerate() {
+                    out[(first + j) * outputs + i] = v;
                 }
             }
-        };
-        let parallel = self.rows * self.cols * rows >= PARALLEL_MIN_WORK;
-        super::by_output_chunks(self.rows, rows, ROWS_PER_TASK, parallel, task)
+        }
+    }
+
+    /// One task's stripe from packed groups of eight weight rows.
+    fn packed_task(
+        &self,
+        kernels: &dyn Kernels,
+        x: &[ActRow<'_>],
+        (chunk, out): (usize, &mut [f32]),
+    ) {
+        let rows = x.len();
+        let outputs = out.len() / rows;
+        let group_bytes = self.cols / QK * packed::ROWS * self.kind.bytes();
+        let first_group = chunk * ROWS_PER_TASK / packed::ROWS;
+        for g in 0..outputs.div_ceil(packed::ROWS) {
+            let at = (first_group + g) * group_bytes;
+            let group = &self.data[at..at + group_bytes];
+            for first in (0..rows).step_by(GROUP) {
+                let width = GROUP.min(rows - first);
+                let mut sums = [[0f32; packed::ROWS]; GROUP];
+                kernels.packed(self.kind, group, &x[first..first + width], &mut sums);
+                let first_output = g * packed::ROWS;
+                let len = packed::ROWS.min(outputs - first_output);
+                for (j, sum) in sums[..width].iter().enumerate() {
+                    let mut ordered = [0f32; packed::ROWS];
+                    for (lane, &r) in LANE_ROW.iter().enumerate() {
+                        ordered[r] = sum[lane];
+                    }
+                    let at = (first + j) * outputs + first_output;
+                    out[at..at + len].copy_from_slice(&ordered[..len]);
+                }
+            }
+        }
     }
 
     /// The activations rounded to 8 bits, each row on its own (split

@@ -1,20 +1,13 @@
-//! The kernels in plain Rust, one value at a time: the definition of the
-//! quantized path's arithmetic, which `avx2` reproduces bit for bit.
-//!
-//! A 32-value block `b` of weight row `w` and activation row `x` adds, in
-//! 8 lanes of 4 consecutive values, `(d_w · d_x) · p_l` to lane `l` of
-//! accumulator `b mod 2` (`p_l` the exact integer dot of the lane's 4
-//! values; a product, then a sum: no fused multiply-add), and for the `_1`
-//! types `m_w · s_x` to a separate sum (`s_x = d_x · Σq_x`, rounded once). The row's value is the
-//! two accumulators added lane by lane, the 8 lanes added as
-//! `((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))`, then the minimums' sum.
+//! The k-quant kernels in plain Rust, one value at a time: the definition
+//! of their arithmetic, which `avx2` reproduces bit for bit (the 32-value
+//! types' is [`super::packed::portable`]).
 //!
 //! A k-quant block's integer dots (every sub-block's scale applied, exact
 //! in i32) are turned to f32 by [`super::finish_k`], which both kernels
 //! share.
 
-use super::blocks::{ActRow, Activations, Kind, QK, QK_K, half_at, scales_mins_k4};
-use super::{Kernels, finish_k};
+use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4};
+use super::{Kernels, finish_k, packed};
 
 pub struct Portable;
 
@@ -25,84 +18,13 @@ impl Kernels for Portable {
 
     fn dots(&self, kind: Kind, w: &[u8], x: &Activations, first: usize, out: &mut [f32]) {
         for (j, value) in out.iter_mut().enumerate() {
-            let row = x.row(first + j);
-            *value = if kind.is_k() {
-                dot_k(kind, w, row)
-            } else {
-                dot_32(kind, w, row)
-            };
+            *value = dot_k(kind, w, x.row(first + j));
         }
     }
-}
 
-/// One weight row of 32-value blocks with one activation row.
-pub fn dot_32(kind: Kind, w: &[u8], x: ActRow<'_>) -> f32 {
-    let bytes = kind.bytes();
-    let mut acc = [[0f32; 8]; 2];
-    let mut minimums = 0f32;
-    for (b, block) in w.chunks_exact(bytes).enumerate() {
-        let (d, m, q) = unpack_32(kind, block);
-        let scale = d * x.d[b];
-        let xq = &x.qs[b * QK..(b + 1) * QK];
-        for (l, lane) in acc[b % 2].iter_mut().enumerate() {
-            let p: i32 = (4 * l..4 * l + 4).map(|e| q[e] as i32 * xq[e] as i32).sum();
-            *lane += scale * p as f32;
-        }
-        if kind.has_min() {
-            minimums += m * x.s[b];
-        }
+    fn packed(&self, kind: Kind, group: &[u8], x: &[ActRow<'_>], out: &mut [[f32; packed::ROWS]]) {
+        packed::portable::group(kind, group, x, out);
     }
-    let l: [f32; 8] = std::array::from_fn(|i| acc[0][i] + acc[1][i]);
-    (((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))) + minimums
-}
-
-/// A 32-value block's scale, minimum (0 where the type has none) and
-/// values: signed for `_0` types (the offset taken off), unsigned for `_1`.
-pub fn unpack_32(kind: Kind, block: &[u8]) -> (f32, f32, [i8; QK]) {
-    let d = half_at(block, 0);
-    let mut q = [0i8; QK];
-    let nibbles = |q: &mut [i8; QK], qs: &[u8]| {
-        for i in 0..16 {
-            q[i] = (qs[i] & 0x0f) as i8;
-            q[i + 16] = (qs[i] >> 4) as i8;
-        }
-    };
-    let high_bits = |q: &mut [i8; QK], qh: &[u8]| {
-        let bits = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
-        for (i, v) in q.iter_mut().enumerate() {
-            *v |= (((bits >> i) & 1) << 4) as i8;
-        }
-    };
-    let m = match kind {
-        Kind::Q4_0 => {
-            nibbles(&mut q, &block[2..18]);
-            q.iter_mut().for_each(|v| *v -= 8);
-            0.0
-        }
-        Kind::Q4_1 => {
-            nibbles(&mut q, &block[4..20]);
-            half_at(block, 2)
-        }
-        Kind::Q5_0 => {
-            nibbles(&mut q, &block[6..22]);
-            high_bits(&mut q, &block[2..6]);
-            q.iter_mut().for_each(|v| *v -= 16);
-            0.0
-        }
-        Kind::Q5_1 => {
-            nibbles(&mut q, &block[8..24]);
-            high_bits(&mut q, &block[4..8]);
-            half_at(block, 2)
-        }
-        Kind::Q8_0 => {
-            for (v, &b) in q.iter_mut().zip(&block[2..34]) {
-                *v = b as i8;
-            }
-            0.0
-        }
-        _ => unreachable!("unpack_32 takes the 32-value types"),
-    };
-    (d, m, q)
 }
 
 /// One weight row of k-quant blocks with one Q8_K activation row.

@@ -90,46 +90,43 @@ fn offsets(kind: Kind, data: &[u8], rows: usize, cols: usize) -> Vec<f32> {
 fn every_kind_matches_a_direct_evaluation_in_f64() {
     let mut rng = Lcg(7);
     for kind in Kind::ALL {
-        // An odd number of blocks (one accumulator gets one more), and an
-        // even one.
+        // An odd number of blocks and an even one; 9 weight rows, so the
+        // 32-value types' second group of 8 is mostly padding.
         for blocks in [3, 8] {
-            let (rows, cols) = (5, blocks * kind.block());
+            let (rows, cols) = (9, blocks * kind.block());
             let data = random_blocks(kind, rows, cols, &mut rng);
             let weights = dequantized(kind, &data, rows, cols);
             let offsets = offsets(kind, &data, rows, cols);
             let x: Vec<f32> = (0..3 * cols).map(|_| rng.unit()).collect();
             let acts = Activations::quantize(&x, 3, cols, kind.block());
+            let matrix = QuantMatrix::new(kind, rows, cols, data).unwrap();
             for kernels in implementations() {
-                for r in 0..rows {
-                    let w = &data[r * data.len() / rows..(r + 1) * data.len() / rows];
-                    let mut out = [0f32; 3];
-                    kernels.dots(kind, w, &acts, 0, &mut out);
-                    for (j, &ours) in out.iter().enumerate() {
-                        let a = |e: usize| {
-                            let b = e / kind.block();
-                            acts.d[j * blocks + b] as f64 * acts.qs[j * cols + e] as f64
-                        };
-                        let value = |e: usize| weights[r * cols + e] as f64;
-                        let offset = |e: usize| offsets[r * cols + e] as f64;
-                        let exact: f64 = (0..cols).map(|e| value(e) * a(e)).sum();
-                        // Each term the kernel adds is at most
-                        // (|w| + 2 |offset|) · |a| (the quant part and the
-                        // offset part apart); every f32 step rounds by at
-                        // most ε of what it holds, and a sum passes
-                        // through at most `blocks` additions, a few
-                        // products and the final 4: (blocks + 10) ε, on
-                        // top of candle's own rounding of w (2 ε).
-                        let magnitude: f64 = (0..cols)
-                            .map(|e| (value(e).abs() + 2.0 * offset(e).abs()) * a(e).abs())
-                            .sum();
-                        let tolerance = (blocks as f64 + 12.0) * f32::EPSILON as f64 * magnitude;
-                        assert!(
-                            (ours as f64 - exact).abs() <= tolerance,
-                            "{} {}: {blocks} blocks, row {r}·{j}: {ours} vs {exact} (tolerance {tolerance:.3e})",
-                            kernels.name(),
-                            kind.name()
-                        );
-                    }
+                let out = matrix.matmul_with(kernels, &x, 3);
+                for (at, &ours) in out.iter().enumerate() {
+                    let (j, r) = (at / rows, at % rows);
+                    let a = |e: usize| {
+                        let b = e / kind.block();
+                        acts.d[j * blocks + b] as f64 * acts.qs[j * cols + e] as f64
+                    };
+                    let value = |e: usize| weights[r * cols + e] as f64;
+                    let offset = |e: usize| offsets[r * cols + e] as f64;
+                    let exact: f64 = (0..cols).map(|e| value(e) * a(e)).sum();
+                    // Each term the kernel adds is at most (|w| + 2
+                    // |offset|) · |a| (the quant part and the offset part
+                    // apart); every f32 step rounds by at most ε of what it
+                    // holds, and a sum passes through at most `blocks`
+                    // additions, a few products and a final one: (blocks +
+                    // 10) ε, on top of candle's own rounding of w (2 ε).
+                    let magnitude: f64 = (0..cols)
+                        .map(|e| (value(e).abs() + 2.0 * offset(e).abs()) * a(e).abs())
+                        .sum();
+                    let tolerance = (blocks as f64 + 12.0) * f32::EPSILON as f64 * magnitude;
+                    assert!(
+                        (ours as f64 - exact).abs() <= tolerance,
+                        "{} {}: {blocks} blocks, row {r}·{j}: {ours} vs {exact} (tolerance {tolerance:.3e})",
+                        kernels.name(),
+                        kind.name()
+                    );
                 }
             }
         }
@@ -145,28 +142,18 @@ fn the_avx2_kernels_give_the_portable_bits() {
     }
     let mut rng = Lcg(11);
     for kind in Kind::ALL {
-        let (rows, cols) = (7, 5 * kind.block());
-        let data = random_blocks(kind, rows, cols, &mut rng);
-        let x: Vec<f32> = (0..GROUP * cols).map(|_| 3.0 * rng.unit()).collect();
-        let acts = Activations::quantize(&x, GROUP, cols, kind.block());
-        let row_bytes = data.len() / rows;
-        for w in data.chunks_exact(row_bytes) {
-            for width in 1..=GROUP {
-                let mut outs = all.iter().map(|k| {
-                    let mut out = vec![0f32; width];
-                    k.dots(kind, w, &acts, GROUP - width, &mut out);
-                    out
-                });
-                let portable = outs.next().unwrap();
-                let avx2 = outs.next().unwrap();
-                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert_eq!(
-                    bits(&portable),
-                    bits(&avx2),
-                    "{} width {width}",
-                    kind.name()
-                );
-            }
+        let (rows, cols) = (13, 5 * kind.block());
+        let matrix =
+            QuantMatrix::new(kind, rows, cols, random_blocks(kind, rows, cols, &mut rng)).unwrap();
+        // 1 to GROUP + 2 activation rows: every width of a call, and a
+        // second call of the rest.
+        for batch in 1..=GROUP + 2 {
+            let x: Vec<f32> = (0..batch * cols).map(|_| 3.0 * rng.unit()).collect();
+            let bits = |k: &dyn super::Kernels| {
+                let out = matrix.matmul_with(k, &x, batch);
+                out.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+            };
+            assert_eq!(bits(all[0]), bits(all[1]), "{} batch {batch}", kind.name());
         }
     }
 }
