@@ -19,9 +19,9 @@
 //! * anything else (more rows, other dtypes or devices): candle's `Linear`.
 //!
 //! A GGUF weight may also stay quantized ([`Linear::quantized`]): the
-//! kernels of [`super::quant`] then read its 4–8 bit blocks directly (a
+//! kernels of [`super::quant`] then read its 2–8 bit blocks directly (a
 //! quarter of the bytes of f32 or less) with activations rounded to 8 bits;
-//! a block type they do not take (Q2_K, Q3_K) goes through candle's
+//! a block type they do not take (Q8_1, Q8_K) goes through candle's
 //! quantized matmul (`docs/gguf.md`, "Dequantized or quantized matmul").
 
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 
 use std::arch::x86_64::*;
 
-use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4};
+use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4, scales_q3k};
 use super::{GROUP, Kernels, finish_k, packed};
 
 pub struct Avx2 {
@@ -88,6 +88,8 @@ unsafe fn dot_k(kind: Kind, w: &[u8], x: ActRow<'_>) -> f32 {
         // SAFETY: a whole block and its 256 activations.
         let ints = unsafe {
             match kind {
+                Kind::Q2K => ints_q2k(block, xq, sums),
+                Kind::Q3K => ints_q3k(block, xq, sums),
                 Kind::Q6K => ints_q6k(block, xq, sums),
                 _ => ints_q45k(kind == Kind::Q5K, block, xq, sums),
             }
@@ -180,4 +182,71 @@ unsafe fn ints_q6k(block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, i32) {
         let offset: i32 = (0..16).map(|g| scales[g] as i32 * sums[g]).sum();
         (int_sum(total) - 32 * offset, 0)
     }
+}
+
+/// Q2_K: `Σ_s sc_s Σ q·y` and `Σ_s m_s Σ y`, exact (the 2-bit values are
+/// unsigned already).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn ints_q2k(block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, i32) {
+    let scales: [i16; 16] = std::array::from_fn(|s| (block[s] & 0x0f) as i16);
+    // SAFETY: 32-byte reads inside the block's 64 bytes of values and the
+    // 256 activations.
+    unsafe {
+        let two = _mm256_set1_epi8(3);
+        let mut total = _mm256_setzero_si256();
+        for n in 0..2 {
+            let packed = _mm256_loadu_si256(block.as_ptr().add(16 + 32 * n) as *const __m256i);
+            for j in 0..4 {
+                let shift = _mm_cvtsi32_si128(2 * j as i32);
+                let q = _mm256_and_si256(_mm256_srl_epi16(packed, shift), two);
+                let at = 128 * n + 32 * j;
+                let y = _mm256_loadu_si256(xq.as_ptr().add(at) as *const __m256i);
+                let dot = _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), pair(&scales, at / 16));
+                total = _mm256_add_epi32(total, dot);
+            }
+        }
+        let m: i32 = (0..16).map(|s| (block[s] >> 4) as i32 * sums[s]).sum();
+        (int_sum(total), m)
+    }
+}
+
+/// Q3_K: `Σ_s sc_s Σ (q − 4)·y`, exact, as `Σ_s sc_s Σ q·y − 4 Σ_s sc_s
+/// Σ y` with `q` = the 2 low bits, plus 4 where the mask bit is set
+/// (0–7, unsigned).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn ints_q3k(block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, i32) {
+    let scales = scales_q3k(&block[96..108]).map(i16::from);
+    // SAFETY: 32-byte reads inside the block's 32 bytes of mask, its 64
+    // bytes of low bits and the 256 activations.
+    unsafe {
+        let (two, one) = (_mm256_set1_epi8(3), _mm256_set1_epi8(1));
+        let hmask = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
+        let mut total = _mm256_setzero_si256();
+        for n in 0..2 {
+            let packed = _mm256_loadu_si256(block.as_ptr().add(32 + 32 * n) as *const __m256i);
+            for j in 0..4 {
+                let shift = _mm_cvtsi32_si128(2 * j as i32);
+                let low = _mm256_and_si256(_mm256_srl_epi16(packed, shift), two);
+                let bit = _mm_cvtsi32_si128((4 * n + j) as i32);
+                let high = _mm256_and_si256(_mm256_srl_epi16(hmask, bit), one);
+                let q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+                let at = 128 * n + 32 * j;
+                let y = _mm256_loadu_si256(xq.as_ptr().add(at) as *const __m256i);
+                let dot = _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), pair(&scales, at / 16));
+                total = _mm256_add_epi32(total, dot);
+            }
+        }
+        let offset: i32 = (0..16).map(|s| scales[s] as i32 * sums[s]).sum();
+        (int_sum(total) - 4 * offset, 0)
+    }
+}
+
+/// Scale `g` in the low 128 bits, `g + 1` in the high: the two 16-value
+/// sub-blocks of 32 consecutive values.
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn pair(scales: &[i16; 16], g: usize) -> __m256i {
+    _mm256_set_m128i(_mm_set1_epi16(scales[g + 1]), _mm_set1_epi16(scales[g]))
 }

@@ -16,6 +16,8 @@ pub enum Kind {
     Q5_0,
     Q5_1,
     Q8_0,
+    Q2K,
+    Q3K,
     Q4K,
     Q5K,
     Q6K,
@@ -23,7 +25,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kernels' type for a GGUF tensor type, `None` for those they do
-    /// not take (floats, Q2_K, Q3_K, …).
+    /// not take (floats, Q8_1, …).
     pub fn of(dtype: GgmlDType) -> Option<Self> {
         Some(match dtype {
             GgmlDType::Q4_0 => Self::Q4_0,
@@ -31,6 +33,8 @@ impl Kind {
             GgmlDType::Q5_0 => Self::Q5_0,
             GgmlDType::Q5_1 => Self::Q5_1,
             GgmlDType::Q8_0 => Self::Q8_0,
+            GgmlDType::Q2K => Self::Q2K,
+            GgmlDType::Q3K => Self::Q3K,
             GgmlDType::Q4K => Self::Q4K,
             GgmlDType::Q5K => Self::Q5K,
             GgmlDType::Q6K => Self::Q6K,
@@ -39,12 +43,14 @@ impl Kind {
     }
 
     /// Every kind, for the tests.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Self::Q4_0,
         Self::Q4_1,
         Self::Q5_0,
         Self::Q5_1,
         Self::Q8_0,
+        Self::Q2K,
+        Self::Q3K,
         Self::Q4K,
         Self::Q5K,
         Self::Q6K,
@@ -57,6 +63,8 @@ impl Kind {
             Self::Q5_0 => GgmlDType::Q5_0,
             Self::Q5_1 => GgmlDType::Q5_1,
             Self::Q8_0 => GgmlDType::Q8_0,
+            Self::Q2K => GgmlDType::Q2K,
+            Self::Q3K => GgmlDType::Q3K,
             Self::Q4K => GgmlDType::Q4K,
             Self::Q5K => GgmlDType::Q5K,
             Self::Q6K => GgmlDType::Q6K,
@@ -76,6 +84,8 @@ impl Kind {
             Self::Q5_0 => 22,
             Self::Q5_1 => 24,
             Self::Q8_0 => 34,
+            Self::Q2K => 84,
+            Self::Q3K => 110,
             Self::Q4K => 144,
             Self::Q5K => 176,
             Self::Q6K => 210,
@@ -84,7 +94,10 @@ impl Kind {
 
     /// A k-quant: 256-value blocks, dotted with Q8_K activations.
     pub fn is_k(self) -> bool {
-        matches!(self, Self::Q4K | Self::Q5K | Self::Q6K)
+        matches!(
+            self,
+            Self::Q2K | Self::Q3K | Self::Q4K | Self::Q5K | Self::Q6K
+        )
     }
 
     /// A `_1` type: a block minimum beside the scale, whose product with
@@ -100,6 +113,8 @@ impl Kind {
             Self::Q5_0 => "q5_0",
             Self::Q5_1 => "q5_1",
             Self::Q8_0 => "q8_0",
+            Self::Q2K => "q2_k",
+            Self::Q3K => "q3_k",
             Self::Q4K => "q4_k",
             Self::Q5K => "q5_k",
             Self::Q6K => "q6_k",
@@ -150,6 +165,19 @@ pub fn scales_mins_k4(packed: &[u8]) -> ([u8; 8], [u8; 8]) {
         }
     }
     (scales, mins)
+}
+
+/// The sixteen signed scales of a Q3_K block, from its 12 packed bytes:
+/// scale `s` keeps its low 4 bits in a nibble of byte `s mod 8` (the low
+/// nibble for `s < 8`), its high 2 bits in byte `8 + s mod 4` at bit
+/// `2 · (s / 4)`, and is stored plus 32.
+#[inline(always)]
+pub fn scales_q3k(packed: &[u8]) -> [i8; 16] {
+    std::array::from_fn(|s| {
+        let low = (packed[s % 8] >> (4 * (s / 8))) & 0x0f;
+        let high = (packed[8 + s % 4] >> (2 * (s / 4))) & 3;
+        (low | (high << 4)) as i8 - 32
+    })
 }
 
 /// Rows of activations rounded to 8 bits, block by block: Q8_0 blocks of

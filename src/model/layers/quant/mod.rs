@@ -1,10 +1,11 @@
 //! The decoders' quantized matmul: weight rows read in their GGUF blocks
-//! (llama.cpp's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K layouts),
-//! never dequantized, dotted with activations rounded to 8 bits per block
-//! as llama.cpp rounds them (Q8_0 blocks of 32 with their sums for the
-//! 32-value types, Q8_K blocks of 256 for the k-quants; [`blocks`]). The
-//! 32-value types are repacked eight rows at a time when a matrix is made
-//! ([`packed`]); the k-quants stay as the file stores them.
+//! (llama.cpp's Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+//! layouts), never dequantized, dotted with activations rounded to 8 bits
+//! per block as llama.cpp rounds them (Q8_0 blocks of 32 with their sums
+//! for the 32-value types, Q8_K blocks of 256 for the k-quants;
+//! [`blocks`]). The 32-value types are repacked eight rows at a time when
+//! a matrix is made ([`packed`]); the k-quants stay as the file stores
+//! them.
 //!
 //! The inner loops sit behind one trait, [`Kernels`]: [`portable`] and
 //! [`packed::portable`] define the arithmetic, the AVX2 kernels give the
@@ -97,12 +98,18 @@ static AVX2: LazyLock<Option<avx2::Avx2>> = LazyLock::new(avx2::Avx2::new);
 /// scale `dx`, added to `acc`: the f32 steps both kernels share.
 #[inline(always)]
 pub fn finish_k(kind: Kind, block: &[u8], dx: f32, (dot, mins): (i32, i32), acc: f32) -> f32 {
-    match kind {
-        Kind::Q6K => acc + (dx * half_at(block, 208)) * dot as f32,
-        _ => {
-            let with_dot = acc + (dx * half_at(block, 0)) * dot as f32;
-            with_dot - (dx * half_at(block, 2)) * mins as f32
-        }
+    // The byte offsets of the block's scale `d` and (where the type has
+    // minimums) of `dmin`.
+    let (d_at, min_at) = match kind {
+        Kind::Q2K => (80, Some(82)),
+        Kind::Q3K => (108, None),
+        Kind::Q6K => (208, None),
+        _ => (0, Some(2)),
+    };
+    let with_dot = acc + (dx * half_at(block, d_at)) * dot as f32;
+    match min_at {
+        Some(at) => with_dot - (dx * half_at(block, at)) * mins as f32,
+        None => with_dot,
     }
 }
 

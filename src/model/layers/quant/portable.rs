@@ -6,7 +6,7 @@
 //! in i32) are turned to f32 by [`super::finish_k`], which both kernels
 //! share.
 
-use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4};
+use super::blocks::{ActRow, Activations, Kind, QK_K, scales_mins_k4, scales_q3k};
 use super::{Kernels, finish_k, packed};
 
 pub struct Portable;
@@ -40,7 +40,7 @@ pub fn dot_k(kind: Kind, w: &[u8], x: ActRow<'_>) -> f32 {
 }
 
 /// A k-quant block's exact integer dots with 256 activations: `Σ_s sc_s ·
-/// Σ q·y` over its sub-blocks, and (Q4_K, Q5_K) `Σ_s m_s · Σ y`.
+/// Σ q·y` over its sub-blocks, and (Q2_K, Q4_K, Q5_K) `Σ_s m_s · Σ y`.
 pub fn block_ints_k(kind: Kind, block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, i32) {
     let (q, scales, span) = unpack_k(kind, block);
     let mut dot = 0i32;
@@ -51,7 +51,10 @@ pub fn block_ints_k(kind: Kind, block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, 
         dot += scale * p;
     }
     let mins = match kind {
-        Kind::Q6K => 0,
+        Kind::Q3K | Kind::Q6K => 0,
+        // Q2_K: a 4-bit minimum per 16 values, in each scale byte's high
+        // nibble.
+        Kind::Q2K => (0..16).map(|s| (block[s] >> 4) as i32 * sums[s]).sum(),
         _ => {
             let (_, mins) = scales_mins_k4(&block[4..16]);
             (0..8)
@@ -62,9 +65,10 @@ pub fn block_ints_k(kind: Kind, block: &[u8], xq: &[i8], sums: &[i32]) -> (i32, 
     (dot, mins)
 }
 
-/// A k-quant block's 256 values (Q6_K's with its offset of 32 taken off),
-/// the scale of each sub-block and the sub-blocks' length (32, or 16 for
-/// Q6_K): the first 8 or 16 of `scales` are set.
+/// A k-quant block's 256 values (Q3_K's and Q6_K's signed, their offsets
+/// taken off), the scale of each sub-block and the sub-blocks' length (32
+/// for Q4_K and Q5_K, 16 for the others): the first 8 or 16 of `scales`
+/// are set.
 pub fn unpack_k(kind: Kind, block: &[u8]) -> ([i8; QK_K], [i32; 16], usize) {
     let mut wide = [0i32; 16];
     let mut q = [0i8; QK_K];
@@ -110,6 +114,35 @@ pub fn unpack_k(kind: Kind, block: &[u8]) -> ([i8; QK_K], [i32; 16], usize) {
             }
             (q, wide, 16)
         }
+        Kind::Q2K => unpack_q2k(block),
+        Kind::Q3K => unpack_q3k(block),
         _ => unreachable!("unpack_k takes the k-quants"),
     }
+}
+
+/// Q2_K: value `128 n + 32 j + l` is bits `2j..2j+2` of byte `32 n + l`
+/// of the values (unsigned, 0–3); sub-block `s`'s scale is the low nibble
+/// of scale byte `s`.
+fn unpack_q2k(block: &[u8]) -> ([i8; QK_K], [i32; 16], usize) {
+    let (sc, qs) = (&block[0..16], &block[16..80]);
+    let q = std::array::from_fn(|v| {
+        let (n, j, l) = (v / 128, v % 128 / 32, v % 32);
+        ((qs[32 * n + l] >> (2 * j)) & 3) as i8
+    });
+    (q, std::array::from_fn(|s| (sc[s] & 0x0f) as i32), 16)
+}
+
+/// Q3_K: value `128 n + 32 j + l` takes its low 2 bits as Q2_K's do and
+/// its third from bit `4 n + j` of mask byte `l`; a clear bit means 4
+/// below (values −4…3). The scales are signed ([`scales_q3k`]).
+fn unpack_q3k(block: &[u8]) -> ([i8; QK_K], [i32; 16], usize) {
+    let (hmask, qs) = (&block[0..32], &block[32..96]);
+    let q = std::array::from_fn(|v| {
+        let (n, j, l) = (v / 128, v % 128 / 32, v % 32);
+        let low = ((qs[32 * n + l] >> (2 * j)) & 3) as i8;
+        let high = (hmask[l] >> (4 * n + j)) & 1;
+        if high == 1 { low } else { low - 4 }
+    });
+    let scales = scales_q3k(&block[96..108]);
+    (q, std::array::from_fn(|s| scales[s] as i32), 16)
 }

@@ -40,6 +40,8 @@ fn half_fields(kind: Kind) -> &'static [usize] {
     match kind {
         Kind::Q4_0 | Kind::Q5_0 | Kind::Q8_0 => &[0],
         Kind::Q4_1 | Kind::Q5_1 | Kind::Q4K | Kind::Q5K => &[0, 2],
+        Kind::Q2K => &[80, 82],
+        Kind::Q3K => &[108],
         Kind::Q6K => &[208],
     }
 }
@@ -69,12 +71,13 @@ fn dequantized(kind: Kind, data: &[u8], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// The part of each value that does not scale with its quant (the
-/// minimums of `_1` types and of Q4_K / Q5_K): the values with every quant
-/// bit cleared.
+/// minimums of `_1` types and of Q2_K / Q4_K / Q5_K): the values with
+/// every quant bit cleared.
 fn offsets(kind: Kind, data: &[u8], rows: usize, cols: usize) -> Vec<f32> {
     let quants = match kind {
         Kind::Q4_1 => 4..20,
         Kind::Q5_1 => 4..24,
+        Kind::Q2K => 16..80,
         Kind::Q4K => 16..144,
         Kind::Q5K => 16..176,
         _ => return vec![0.0; rows * cols],
