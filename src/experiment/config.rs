@@ -45,9 +45,10 @@ pub struct Models {
     /// (`docs/gguf.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_quant: Option<crate::model::gguf::quant::Quant>,
-    /// GGUF models, target and draft: `dequantized` (the default: f32
-    /// weights, what transformers computes) or `quantized` (the quantized
-    /// kernels on the file's blocks; `docs/gguf.md`).
+    /// GGUF models, target and draft: `quantized` (the default: the
+    /// quantized kernels on the file's blocks) or `dequantized` (f32
+    /// weights, what transformers computes); `docs/gguf.md`. A run writes
+    /// the path it took into its manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matmul: Option<crate::model::gguf::weights::Matmul>,
     /// `cpu` (default), `cuda`, `cuda:N` or `auto`; or several devices
@@ -204,6 +205,18 @@ impl Data {
 }
 
 impl Config {
+    /// This config as a manifest records it: a GGUF model's matmul path
+    /// written out even where the config left it to the default, so the
+    /// manifest means the same law whatever a later default is.
+    pub fn as_recorded(&self) -> Config {
+        let mut recorded = self.clone();
+        let gguf = |name: &str| name.to_ascii_lowercase().ends_with(".gguf");
+        if gguf(&self.models.target) || gguf(&self.models.draft) {
+            recorded.models.matmul = Some(self.models.matmul.unwrap_or_default());
+        }
+        recorded
+    }
+
     /// The trunk lengths the plan runs: `sweep.trunks`, or `decode.trunk`.
     pub fn trunks(&self) -> Vec<usize> {
         match self.sweep.trunks.is_empty() {

@@ -153,7 +153,7 @@ pub fn describe(
             "generations": super::generations::GENERATIONS_FILE,
             "rounds": options.rounds_jsonl.as_ref().map(|p| p.display().to_string()),
         },
-        "config": config,
+        "config": config.as_recorded(),
         "models": {
             "target": models.target.info(),
             "draft": models.draft.info(),

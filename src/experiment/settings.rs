@@ -254,7 +254,7 @@ pub static SETTINGS: &[Setting] = &[
         Text,
         false,
         "PATH",
-        "GGUF models (target and draft): dequantized (the default) or quantized weights (docs/gguf.md)."
+        "GGUF models (target and draft): quantized (the default) or dequantized weights (docs/gguf.md)."
     ),
     setting!(
         "max-prompt-tokens",

@@ -115,7 +115,7 @@ pub fn finish(
     let manifest = json!({
         "specbench_version": env!("CARGO_PKG_VERSION"),
         "format": FORMAT,
-        "config": options.config,
+        "config": options.config.as_recorded(),
         "models": { "target": models.target.info(), "draft": models.draft.info() },
         "generations_file": options.generations.as_ref().map(|p| p.display().to_string()),
         "sequences": options.sequences,

@@ -303,8 +303,11 @@ fn a_requantized_self_draft_differs_from_its_target_by_a_quantization_error() {
     let mut errors = Vec::new();
     for quant in ["q8_0", "q4_0", "q3_k", "q2_k"] {
         let options = LoadOptions {
+            // Dequantized: the weights' rounding alone, not the
+            // quantized matmul's activations too.
             gguf: GgufOptions {
                 requant: Some(quant.parse().unwrap()),
+                matmul: Matmul::Dequantized,
                 ..GgufOptions::default()
             },
             ..LoadOptions::default()

@@ -190,3 +190,41 @@ fn the_linear_layer_takes_the_kernels_where_they_multiply_the_type() {
     assert_eq!(q8_1.quantized_path(), Some("candle"));
     assert_eq!(Linear::new(weight, None).quantized_path(), None);
 }
+
+/// The quantized path's logits at a position are a function of the tokens
+/// before it alone: fed as one prompt of 24, or 8 then one at a time, or
+/// as row 2 of a call of 3, every position's logits are the same bits
+/// (the dequantized weights' are not: their products' summation order
+/// follows the call's shape).
+#[test]
+fn a_positions_logits_are_the_same_bits_fed_whole_or_token_by_token() {
+    let dir = scratch("quant_kernels", "schedule");
+    let path = dir.join("random.q4_0.gguf");
+    write_random_llama(&path, GgmlDType::Q4_0);
+    let tokens: Vec<u32> = (0..24u32).map(|i| (i * 7 + 3) % VOCAB as u32).collect();
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let mut model = load(&path, Matmul::Quantized);
+    let whole = logits(model.as_mut(), std::slice::from_ref(&tokens));
+    let others: Vec<u32> = tokens.iter().map(|t| (t + 5) % VOCAB as u32).collect();
+    let batch = logits(model.as_mut(), &[others.clone(), others, tokens.clone()]);
+    model.reset();
+    model.select_rows(&[0]).unwrap();
+    let mut stepped = Vec::new();
+    let out = model.forward(&[&tokens[..8]], Positions::All).unwrap();
+    for t in 0..8 {
+        stepped.push(out.at(0, t).unwrap().to_vec());
+    }
+    for t in 8..24 {
+        let out = model.forward(&[&tokens[t..t + 1]], Positions::All).unwrap();
+        stepped.push(out.at(0, 0).unwrap().to_vec());
+    }
+    for t in 0..24 {
+        assert_eq!(bits(&whole[t]), bits(&stepped[t]), "position {t}, stepped");
+        assert_eq!(
+            bits(&whole[t]),
+            bits(&batch[2 * 24 + t]),
+            "position {t}, row 2 of 3"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -20,15 +20,16 @@ use crate::model::llama::LlamaWeights;
 #[serde(rename_all = "lowercase")]
 pub enum Matmul {
     /// Dequantized at load to the run's dtype (every decoder path): the
-    /// default, the law the golden tests and every committed GGUF result
-    /// were computed with (a manifest that names no matmul means this).
-    #[default]
+    /// law the golden tests compare with transformers, and the one a GPU
+    /// or f16/bf16 run always takes.
     Dequantized,
     /// Kept in their quantized blocks on the CPU in f32, multiplied by
-    /// the quantized kernels (`crate::model::layers::quant`): faster per
-    /// decode step, slower per prefill, at about the file's size in memory
-    /// (`docs/gguf.md`, "Speed"). Elsewhere (a GPU, f16) the weights are
-    /// dequantized whatever this says.
+    /// the quantized kernels (`crate::model::layers::quant`): the default,
+    /// faster than the dequantized weights at every call size measured and
+    /// about the file's size in memory (`docs/gguf.md`, "Speed").
+    /// Elsewhere (a GPU, f16) the weights are dequantized whatever this
+    /// says.
+    #[default]
     Quantized,
 }
 

@@ -8,7 +8,7 @@ use candle_core::{DType, Tensor};
 
 use super::Variant;
 use crate::model::kv_cache::KvCache;
-use crate::model::layers::{Linear, attend_capped};
+use crate::model::layers::{Linear, attend_by_query, attend_capped};
 use crate::model::llama::{LlamaConfig, LlamaWeights};
 
 /// The MLP's gate activation.
@@ -134,6 +134,13 @@ impl Attention {
         let q = candle_nn::rotary_emb::rope(&q, cos, sin)?;
         let k = candle_nn::rotary_emb::rope(&k, cos, sin)?;
         let (k, v) = cache.append(layer, k, v)?;
+        // Quantized projections round their inputs to 8 bits, so there the
+        // attention is computed query by query: a position's bits must not
+        // depend on the call it came in (docs/gguf.md).
+        if self.q.quantized_path().is_some() && q.device().is_cpu() && q.dtype() == DType::F32 {
+            let context = attend_by_query(&q, &k, &v, mask, self.scale, self.cap)?;
+            return self.o.forward(&context);
+        }
         let groups = self.heads / self.kv_heads;
         let (k, v) = (repeat_kv(&k, groups)?, repeat_kv(&v, groups)?);
         let context = attend_capped(&q, &k, &v, mask, self.scale, self.cap)?;

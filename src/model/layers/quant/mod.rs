@@ -28,7 +28,7 @@ use std::sync::LazyLock;
 
 use anyhow::{Result, bail};
 use candle_core::quantized::QTensor;
-use rayon::prelude::*;
+use std::sync::Mutex;
 
 use self::blocks::{ActRow, Activations, Kind, QK, half_at};
 use self::packed::LANE_ROW;
@@ -268,15 +268,29 @@ impl QuantMatrix {
         } else {
             blocks::QK
         };
-        const PARALLEL_ROWS: usize = 16;
-        if rows < PARALLEL_ROWS || rayon::current_num_threads() == 1 {
+        // Parts of 8 rows across candle's barrier pool (the matmul's own
+        // pool; see `by_output_stripes`).
+        const PARALLEL_ROWS: usize = 8;
+        let pool = candle_core::utils::barrier_pool();
+        if rows < 2 * PARALLEL_ROWS || pool.n_workers() == 0 {
             return Activations::quantize(x, rows, self.cols, block);
         }
-        let parts: Vec<Activations> = x[..rows * self.cols]
-            .par_chunks(PARALLEL_ROWS * self.cols)
-            .map(|part| Activations::quantize(part, part.len() / self.cols, self.cols, block))
+        let parts: Vec<Mutex<Option<Activations>>> = (0..rows.div_ceil(PARALLEL_ROWS))
+            .map(|_| Mutex::new(None))
             .collect();
-        Activations::concat(parts)
+        pool.execute_chunked(parts.len(), |range| {
+            for part in range {
+                let first = part * PARALLEL_ROWS;
+                let count = PARALLEL_ROWS.min(rows - first);
+                let values = &x[first * self.cols..(first + count) * self.cols];
+                let quantized = Activations::quantize(values, count, self.cols, block);
+                *parts[part].lock().unwrap_or_else(|e| e.into_inner()) = Some(quantized);
+            }
+        });
+        let parts = parts
+            .into_iter()
+            .filter_map(|part| part.into_inner().unwrap_or_else(|e| e.into_inner()));
+        Activations::concat(parts.collect())
     }
 }
 
