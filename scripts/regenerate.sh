@@ -5,7 +5,7 @@
 #   scripts/regenerate.sh                  # everything a CPU can make (~2 h on 2 cores)
 #   scripts/regenerate.sh figure2          # Figure 2 only (no models, seconds)
 #   scripts/regenerate.sh tiny             # results/tiny, plots/tiny (~5 min)
-#   scripts/regenerate.sh smollm2          # results/smollm2, plots/smollm2 (~20 min; fetches the GGUF)
+#   scripts/regenerate.sh smollm2          # results/smollm2, plots/smollm2 (~4 min; fetches the GGUF)
 #   scripts/regenerate.sh verifiers-tiny   # the matched study on the tiny pair (~15 min)
 #   scripts/regenerate.sh verifiers-smollm2  # the matched study on SmolLM2 (~15 min)
 #   scripts/regenerate.sh trunk-tiny       # delayed tree expansion swept over d, tiny pair (~10 min)

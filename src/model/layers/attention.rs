@@ -18,9 +18,8 @@ use candle_core::{DType, Tensor};
 
 use super::StripePointer;
 
-/// Lanes of the dot products' accumulators: the products of lane `l` of
-/// every stretch of 16 values add in order, then the lanes add in order.
-const LANES: usize = 16;
+/// Lanes of the dot products' accumulators (one AVX register's worth).
+const LANES: usize = 8;
 
 /// `softmax(scale · q kᵀ + mask) v` per head, as [`super::attend_capped`]
 /// computes it (the scores soft-capped first where `cap` is given), one
@@ -186,8 +185,10 @@ impl Shape {
     }
 }
 
-/// `a · b` in [`LANES`] lanes, then the lanes in order (and the values
-/// past the last whole stretch, in order).
+/// `a · b` in [`LANES`] lanes (lane `l` adds the products of every value
+/// `l` mod [`LANES`] in order), the lanes then added as a fixed tree, and
+/// the values past the last whole stretch in order.
+#[inline]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0f32; LANES];
     let whole = a.len() / LANES * LANES;
@@ -199,7 +200,8 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
             lanes[l] += x[l] * y[l];
         }
     }
-    let mut total = lanes.iter().fold(0f32, |acc, &l| acc + l);
+    let half: [f32; 4] = std::array::from_fn(|l| lanes[l] + lanes[l + 4]);
+    let mut total = (half[0] + half[2]) + (half[1] + half[3]);
     for (x, y) in a[whole..].iter().zip(&b[whole..]) {
         total += x * y;
     }
