@@ -36,7 +36,7 @@ use self::portable::Portable;
 
 /// Most activation rows one [`Kernels::dots`] or [`Kernels::packed`] call
 /// takes: each weight block is unpacked once for all of them.
-pub const GROUP: usize = 4;
+pub const GROUP: usize = 6;
 
 /// Weight rows one task computes, over every activation row: the task's
 /// weights stay in cache while the activation rows pass over them. A
@@ -268,9 +268,10 @@ impl QuantMatrix {
         } else {
             blocks::QK
         };
-        // Parts of 8 rows across candle's barrier pool (the matmul's own
-        // pool; see `by_output_stripes`).
-        const PARALLEL_ROWS: usize = 8;
+        // Parts of 2 rows across candle's barrier pool (the matmul's own
+        // pool; see `by_output_stripes`): even a verification call's dozen
+        // rows, whose rounding would otherwise leave the pool waiting.
+        const PARALLEL_ROWS: usize = 2;
         let pool = candle_core::utils::barrier_pool();
         if rows < 2 * PARALLEL_ROWS || pool.n_workers() == 0 {
             return Activations::quantize(x, rows, self.cols, block);

@@ -25,7 +25,7 @@ const Q5_0: u8 = 2;
 const Q5_1: u8 = 3;
 const Q8_0: u8 = 4;
 
-/// [`super::portable::group`] with AVX2, for at most 4 activation rows.
+/// [`super::portable::group`] with AVX2, for at most 6 activation rows.
 ///
 /// # Safety
 /// The CPU has AVX2 and F16C; `packed` is whole packed blocks of `kind`,
@@ -54,7 +54,9 @@ unsafe fn by_rows<const K: u8>(packed: &[u8], x: &[ActRow<'_>], out: &mut [[f32;
             2 => rows::<K, 2>(packed, [x[0], x[1]], out),
             3 => rows::<K, 3>(packed, [x[0], x[1], x[2]], out),
             4 => rows::<K, 4>(packed, [x[0], x[1], x[2], x[3]], out),
-            n => panic!("packed kernels take 1 to 4 activation rows, not {n}"),
+            5 => rows::<K, 5>(packed, [x[0], x[1], x[2], x[3], x[4]], out),
+            6 => rows::<K, 6>(packed, [x[0], x[1], x[2], x[3], x[4], x[5]], out),
+            n => panic!("packed kernels take 1 to 6 activation rows, not {n}"),
         }
     }
 }
