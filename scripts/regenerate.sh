@@ -58,7 +58,7 @@ parity() {
 
 parity_smollm2() {
     scripts/fetch-smollm2.sh >/dev/null
-    parity parity-smollm2 --config experiments/smollm2.toml --matmul dequantized --schemes "$every_scheme" \
+    parity parity-smollm2 --config experiments/smollm2.toml --schemes "$every_scheme" \
         --drafts 2 --draft-temps 1.0 --datasets wmt18 --prompts 1 --max-prompt-tokens 32 \
         --max-new-tokens 10 --sequences 40
 }
@@ -67,7 +67,7 @@ parity_smollm2() {
 # target at T 1.0, so they are shown at a hot draft temperature.
 parity_smollm2_hot() {
     scripts/fetch-smollm2.sh >/dev/null
-    parity parity-smollm2-hot --config experiments/smollm2.toml --matmul dequantized --schemes specinfer \
+    parity parity-smollm2-hot --config experiments/smollm2.toml --schemes specinfer \
         --drafts 2 --draft-temps 2.4 --datasets wmt18 --prompts 1 --max-prompt-tokens 32 \
         --max-new-tokens 10 --sequences 60
 }
