@@ -82,7 +82,7 @@ bench_parity() {
         --schemes "$schemes" --drafts 2,8 --draft-temps 2.4 --datasets wmt18 --prompts 1 \
         --max-prompt-tokens 24 --max-new-tokens 12 --sequences 2000
     scripts/fetch-smollm2.sh >/dev/null
-    "$specbench" bench parity --config experiments/smollm2.toml --matmul dequantized --out results/bench-parity-smollm2 \
+    "$specbench" bench parity --config experiments/smollm2.toml --out results/bench-parity-smollm2 \
         --schemes "$schemes" --drafts 2 --draft-temps 2.4 --datasets wmt18 --prompts 1 \
         --max-prompt-tokens 32 --max-new-tokens 10 --sequences 100
     mkdir -p plots/bench-parity
