@@ -66,8 +66,8 @@ fn sd_on_smollm2_passes_and_its_target_temperature_mutant_is_caught() {
 
 /// On the quantized matmul (the default) SD passes too: a position's
 /// logits there are the same bits in the decoder's calls and in the
-/// scorer's one call (this failed, a token outside the support, while the
-/// attention's sums followed the call's shape).
+/// scorer's one call, so no token can land outside the support by a
+/// rounding step the two calls take differently.
 #[test]
 fn sd_on_smollm2_passes_on_the_quantized_matmul() {
     let Some(gguf) = smollm2() else { return };
