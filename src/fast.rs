@@ -13,7 +13,11 @@
 //!   written to round exactly as their portable twins;
 //! - the quantized matmul's AVX2 kernels (`model::layers::quant` picks
 //!   them, or the portable ones: the same bits, docs/gguf.md, "Dequantized
-//!   or quantized matmul").
+//!   or quantized matmul");
+//! - a block's quantized q, k and v projections run as one call written by
+//!   heads, and its gate and up projections as one call that applies the
+//!   activation (`model::layers::quant::fused`), instead of a call per
+//!   layer and separate tensor ops.
 //!
 //! The decoders' f32 matmul kernels (`model::layers`) are not among them:
 //! their sums' order is the model's arithmetic, and other kernels give
@@ -21,7 +25,8 @@
 //!
 //! `SPECBENCH_FAST_PATHS=off` runs the plain code everywhere: the laws from
 //! every token's exact weight, the portable kernels, every KV position
-//! copied, every law built with its tokens. A run gives the same tokens
+//! copied, every law built with its tokens, every quantized layer on its
+//! own. A run gives the same tokens
 //! either way; the manifest records which ran (`fast_paths`). The variable
 //! is read once per process.
 

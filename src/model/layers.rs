@@ -14,7 +14,9 @@ mod linear;
 pub mod quant;
 
 pub use attention::attend_by_query;
-pub use linear::{KERNEL_MAX_ROWS, Linear, PARALLEL_MIN_WORK, ROWS_PER_TASK};
+pub use linear::{
+    KERNEL_MAX_ROWS, Linear, PARALLEL_MIN_WORK, ROWS_PER_TASK, gated_product, project_to_heads,
+};
 
 /// A matmul's output computed output-major (`[outputs, rows]`, so that each
 /// task owns one contiguous stretch of `per_task` outputs × `rows`) by
@@ -52,58 +54,11 @@ where
     y
 }
 
-/// A matmul's output computed in stripes of `per_task` outputs: task
-/// `chunk` fills its stripe row-major (`[rows, len]`, `len` ≤ `per_task`
-/// outputs from `chunk · per_task` on) by `task(chunk, stripe)`, and the
-/// stripe is copied into `[rows, outputs]` a row's stretch at a time by
-/// the thread that computed it. The tasks run across candle's barrier pool
-/// when `parallel` (the pool candle's own CPU ops use: its threads spin
-/// between calls, so a second pool's threads would only take their cores
-/// from them). Each value is written by exactly one task, so the split
-/// changes no bit.
-pub(crate) fn by_output_stripes<F>(
-    outputs: usize,
-    rows: usize,
-    per_task: usize,
-    parallel: bool,
-    task: F,
-) -> Vec<f32>
-where
-    F: Fn((usize, &mut [f32])) + Sync + Send,
-{
-    let mut y = vec![0f32; rows * outputs];
-    let base = StripePointer(y.as_mut_ptr());
-    let tasks = outputs.div_ceil(per_task);
-    let run = |chunks: std::ops::Range<usize>| {
-        let mut stripe = vec![0f32; per_task * rows];
-        for chunk in chunks {
-            let first = chunk * per_task;
-            let len = per_task.min(outputs - first);
-            task((chunk, &mut stripe[..len * rows]));
-            for (row, values) in stripe[..len * rows].chunks_exact(len).enumerate() {
-                // SAFETY: task `chunk` alone writes outputs `first..first +
-                // len` of each row, inside `y`, which outlives the call.
-                unsafe {
-                    let to = base.at(row * outputs + first);
-                    std::ptr::copy_nonoverlapping(values.as_ptr(), to, len);
-                }
-            }
-        }
-    };
-    let pool = candle_core::utils::barrier_pool();
-    if parallel && pool.n_workers() > 0 {
-        pool.execute_chunked(tasks, run);
-    } else {
-        run(0..tasks);
-    }
-    y
-}
-
 /// An output buffer's base pointer, shared by the pool's threads.
 #[derive(Clone, Copy)]
 struct StripePointer(*mut f32);
 
-// SAFETY: the threads write disjoint stretches (see `by_output_stripes`).
+// SAFETY: the threads write disjoint stretches (see `attend_by_query`).
 unsafe impl Send for StripePointer {}
 unsafe impl Sync for StripePointer {}
 

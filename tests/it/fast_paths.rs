@@ -2,12 +2,13 @@
 //! the trained tiny pair gives the same tokens with `SPECBENCH_FAST_PATHS=off`
 //! (every law from every token's exact weight, portable kernels, every KV
 //! position copied, every draft law built with its token) as with the fast
-//! paths, the manifest says which ran, and a bad value is a one-line error.
+//! paths, the manifest says which ran, and a bad value is a one-line error;
+//! SmolLM2's GGUF on the quantized matmul gives the same bits either way.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::scratch;
+use crate::common::{scratch, smollm2};
 use specbench::fast::VARIABLE;
 
 /// `run` on tiny.toml: top-p 0.95 (the certified path's case), a tree
@@ -84,6 +85,80 @@ fn a_run_gives_the_same_tokens_with_the_fast_paths_off() {
     for (a, b) in fast.iter().zip(&plain) {
         assert_eq!(a, b, "the fast paths changed a generation");
     }
+}
+
+/// Every round's record (the acceptance probabilities to the last bit)
+/// but its timing, in file order.
+fn rounds(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    (text.lines())
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["record"]
+                .as_object_mut()
+                .unwrap()
+                .remove("selection_us");
+            value
+        })
+        .collect()
+}
+
+/// The quantized path's fast paths (AVX2 kernels; q/k/v and gate/up run
+/// as one call each) on the real SmolLM2 file: the same tokens and the
+/// same acceptance probabilities, bit for bit, as each layer alone through
+/// the portable kernels.
+#[test]
+fn smollm2_on_the_quantized_matmul_gives_the_same_bits_with_the_fast_paths_off() {
+    let Some(model) = smollm2() else { return };
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/smollm2.toml");
+    let mut outs = Vec::new();
+    for switch in ["on", "off"] {
+        let out = scratch("fast_paths", &format!("smollm2-{switch}"));
+        let output = Command::new(env!("CARGO_BIN_EXE_specbench"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .args([
+                "--target",
+                model.to_str().unwrap(),
+                "--draft",
+                model.to_str().unwrap(),
+            ])
+            .args([
+                "--schemes",
+                "specinfer",
+                "--drafts",
+                "2",
+                "--draft-temps",
+                "1.0",
+            ])
+            .args(["--datasets", "xsum", "--prompts", "1", "--seeds", "1"])
+            .args([
+                "--max-new-tokens",
+                "8",
+                "--max-prompt-tokens",
+                "32",
+                "--out",
+            ])
+            .arg(&out)
+            .arg("--rounds-jsonl")
+            .arg(out.join("rounds.jsonl"))
+            .env(VARIABLE, switch)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{switch}: {output:?}");
+        outs.push(out);
+    }
+    let (fast, plain) = (&outs[0], &outs[1]);
+    assert_eq!(generations(fast), generations(plain));
+    let (fast, plain) = (
+        rounds(&fast.join("rounds.jsonl")),
+        rounds(&plain.join("rounds.jsonl")),
+    );
+    assert!(fast.len() >= 4, "{} rounds", fast.len());
+    assert_eq!(
+        fast, plain,
+        "the fast paths changed a round's probabilities"
+    );
 }
 
 #[test]

@@ -31,6 +31,7 @@ use candle_core::{DType, Tensor};
 
 use super::kernels::{GROUP, dots};
 use super::quant::QuantMatrix;
+use super::quant::fused::{self, Layout};
 
 /// Output rows one task computes.
 pub const ROWS_PER_TASK: usize = 64;
@@ -270,6 +271,90 @@ fn forward_quantized(matrix: &QuantMatrix, x: &Tensor) -> Result<Tensor> {
     let mut shape = x.dims().to_vec();
     *shape.last_mut().context("no dimensions")? = output;
     Ok(Tensor::from_vec(y, shape, x.device())?)
+}
+
+/// The matrices of `layers` when every one is kept for the quantized
+/// kernels, `x` is f32 on the CPU and the fast paths are on
+/// ([`crate::fast`]; off, each layer runs alone: the same values): what
+/// [`project_to_heads`] and [`gated_product`] need.
+fn own_matrices<'a, const N: usize>(
+    layers: [&'a Linear; N],
+    x: &Tensor,
+) -> Option<[&'a QuantMatrix; N]> {
+    if !crate::fast::enabled() || !x.device().is_cpu() || x.dtype() != DType::F32 {
+        return None;
+    }
+    let own = layers.map(|layer| match &layer.quantized {
+        Some(Quantized::Own(matrix)) => Some(matrix.as_ref()),
+        _ => None,
+    });
+    own.iter()
+        .all(Option::is_some)
+        .then(|| own.map(Option::unwrap))
+}
+
+/// `x` (`[rows, width, input]`) through the q, k and v projections at
+/// once ([`fused::products`]), each `[rows, heads, width, d]` for its
+/// number of heads: the values of `split(layer.forward(x))` without the
+/// transposes. `None` unless all three are quantized layers of this
+/// crate's kernels and `x` is f32 on the CPU (see `own_matrices`).
+pub fn project_to_heads(layers: [&Linear; 3], x: &Tensor, d: usize) -> Result<Option<[Tensor; 3]>> {
+    let Some(matrices) = own_matrices(layers, x) else {
+        return Ok(None);
+    };
+    let (rows, width, _) = x.dims3()?;
+    let xs = x.contiguous()?;
+    let (storage, layout) = xs.storage_and_layout();
+    let input = matrices[0].dims().1;
+    let values = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * width * input];
+    let heads = Layout::Heads { width, d };
+    let products = fused::products(
+        super::quant::chosen(),
+        &matrices,
+        values,
+        rows * width,
+        &[heads; 3],
+    );
+    drop(storage);
+    let mut products = products.into_iter();
+    let mut next = |m: &QuantMatrix| -> Result<Tensor> {
+        let values = products.next().context("one product per layer")?;
+        Ok(Tensor::from_vec(
+            values,
+            (rows, m.dims().0 / d, width, d),
+            x.device(),
+        )?)
+    };
+    Ok(Some([
+        next(matrices[0])?,
+        next(matrices[1])?,
+        next(matrices[2])?,
+    ]))
+}
+
+/// `act(x Gᵀ) · (x Uᵀ)` for a gated MLP's gate and up projections at once
+/// ([`fused::gated`]): the values of `act(gate.forward(x)) *
+/// up.forward(x)` as candle's ops round them, for `act` the same f32
+/// expression as candle's op. `None` unless both are quantized layers of
+/// this crate's kernels and `x` is f32 on the CPU (see `own_matrices`).
+pub fn gated_product(
+    [gate, up]: [&Linear; 2],
+    x: &Tensor,
+    act: impl Fn(f32) -> f32 + Sync,
+) -> Result<Option<Tensor>> {
+    let Some([g, u]) = own_matrices([gate, up], x) else {
+        return Ok(None);
+    };
+    let (output, input) = g.dims();
+    let rows = x.elem_count() / input;
+    let xs = x.contiguous()?;
+    let (storage, layout) = xs.storage_and_layout();
+    let values = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * input];
+    let y = fused::gated(super::quant::chosen(), (g, u), values, rows, act);
+    drop(storage);
+    let mut shape = x.dims().to_vec();
+    *shape.last_mut().context("no dimensions")? = output;
+    Ok(Some(Tensor::from_vec(y, shape, x.device())?))
 }
 
 /// The f32 elements of a CPU tensor's storage from `offset` on.

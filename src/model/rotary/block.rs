@@ -8,7 +8,9 @@ use candle_core::{DType, Tensor};
 
 use super::Variant;
 use crate::model::kv_cache::KvCache;
-use crate::model::layers::{Linear, attend_by_query, attend_capped};
+use crate::model::layers::{
+    Linear, attend_by_query, attend_capped, gated_product, project_to_heads,
+};
 use crate::model::llama::{LlamaConfig, LlamaWeights};
 
 /// The MLP's gate activation.
@@ -19,6 +21,22 @@ pub enum Activation {
     /// `gelu_pytorch_tanh`: GeLU's tanh approximation (Gemma).
     GeluTanh,
 }
+
+/// SiLU on one f32, as candle's `silu` op computes it on the CPU (the same
+/// expression, so the same bits).
+fn silu(v: f32) -> f32 {
+    v / (1.0 + (-v).exp())
+}
+
+/// GeLU's tanh approximation on one f32, as candle's `gelu` op computes it
+/// on the CPU.
+fn gelu_tanh(v: f32) -> f32 {
+    0.5 * v * (1.0 + f32::tanh(SQRT_TWO_OVER_PI * v * (1.0 + 0.044715 * v * v)))
+}
+
+/// √(2/π) as candle's `gelu` writes it.
+#[allow(clippy::excessive_precision)]
+const SQRT_TWO_OVER_PI: f32 = 0.79788456080286535587989211986876373;
 
 pub struct RmsNorm {
     /// In f32, the family's offset already added (Gemma's `1 + w`).
@@ -124,9 +142,17 @@ impl Attention {
                 .contiguous()?)
         };
         let (cos, sin) = rotary;
-        let mut q = split(self.q.forward(x)?, self.heads)?;
-        let mut k = split(self.k.forward(x)?, self.kv_heads)?;
-        let v = split(self.v.forward(x)?, self.kv_heads)?;
+        // Quantized q, k and v in one pass, written by heads (the same
+        // values as projecting and splitting each).
+        let projected = project_to_heads([&self.q, &self.k, &self.v], x, self.head_dim)?;
+        let [mut q, mut k, v] = match projected {
+            Some(heads) => heads,
+            None => [
+                split(self.q.forward(x)?, self.heads)?,
+                split(self.k.forward(x)?, self.kv_heads)?,
+                split(self.v.forward(x)?, self.kv_heads)?,
+            ],
+        };
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q = q_norm.forward(&q)?;
             k = k_norm.forward(&k)?;
@@ -228,15 +254,53 @@ impl Block {
         }
         let x = (x + attended)?;
         let h = self.mlp_norm.forward(&x)?;
-        let gate = self.gate.forward(&h)?;
-        let gate = match self.activation {
-            Activation::Silu => candle_nn::ops::silu(&gate)?,
-            Activation::GeluTanh => gate.gelu()?,
-        };
-        let mut mlp = self.down.forward(&(gate * self.up.forward(&h)?)?)?;
+        let mut mlp = self.down.forward(&self.gated(&h)?)?;
         if let Some(s) = &self.sandwich {
             mlp = s.after_mlp.forward(&mlp)?;
         }
         Ok((x + mlp)?)
+    }
+
+    /// The MLP's hidden layer, `act(gate(h)) · up(h)`: in one pass where
+    /// both projections are quantized ([`gated_product`], the same bits),
+    /// as three tensor ops otherwise.
+    fn gated(&self, h: &Tensor) -> Result<Tensor> {
+        let both = [&self.gate, &self.up];
+        let fused = match self.activation {
+            Activation::Silu => gated_product(both, h, silu)?,
+            Activation::GeluTanh => gated_product(both, h, gelu_tanh)?,
+        };
+        if let Some(hidden) = fused {
+            return Ok(hidden);
+        }
+        let gate = self.gate.forward(h)?;
+        let gate = match self.activation {
+            Activation::Silu => candle_nn::ops::silu(&gate)?,
+            Activation::GeluTanh => gate.gelu()?,
+        };
+        Ok((gate * self.up.forward(h)?)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// The fused MLP's activations give candle's ops' bits, over values
+    /// from −40 to 40 (past where exp and tanh saturate).
+    #[test]
+    fn silu_and_gelu_on_one_value_are_candles_ops() {
+        let values: Vec<f32> = (0..16_001).map(|i| (i as f32 - 8000.0) / 200.0).collect();
+        let x = Tensor::new(values.as_slice(), &Device::Cpu).unwrap();
+        let by_candle = |t: Tensor| t.to_vec1::<f32>().unwrap();
+        for (name, ours, theirs) in [
+            ("silu", silu as fn(f32) -> f32, by_candle(x.silu().unwrap())),
+            ("gelu", gelu_tanh, by_candle(x.gelu().unwrap())),
+        ] {
+            for (&v, &expected) in values.iter().zip(&theirs) {
+                assert_eq!(ours(v).to_bits(), expected.to_bits(), "{name}({v})");
+            }
+        }
     }
 }

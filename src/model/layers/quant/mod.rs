@@ -18,6 +18,7 @@
 //! (`docs/gguf.md`, "Dequantized or quantized matmul").
 
 pub mod blocks;
+pub mod fused;
 pub mod packed;
 pub mod portable;
 
@@ -192,15 +193,29 @@ impl QuantMatrix {
 
     /// [`Self::matmul`] by the given kernels.
     pub fn matmul_with(&self, kernels: &dyn Kernels, x: &[f32], rows: usize) -> Vec<f32> {
-        let acts = self.quantize(x, rows);
-        let parallel = self.rows * self.cols * rows >= PARALLEL_MIN_WORK;
+        let mut products = fused::products(kernels, &[self], x, rows, &[fused::Layout::Rows]);
+        products.pop().expect("one product")
+    }
+
+    /// Tasks of [`ROWS_PER_TASK`] outputs a product is split into.
+    fn tasks(&self) -> usize {
+        self.rows.div_ceil(ROWS_PER_TASK)
+    }
+
+    /// Task `chunk`'s outputs: the first and how many.
+    fn stripe_span(&self, chunk: usize) -> (usize, usize) {
+        let first = chunk * ROWS_PER_TASK;
+        (first, ROWS_PER_TASK.min(self.rows - first))
+    }
+
+    /// Task `chunk`'s stripe into `out`: every activation row of `x` (row
+    /// after row) × its [`Self::stripe_span`] outputs.
+    fn stripe(&self, kernels: &dyn Kernels, x: &fused::RowsOf<'_>, chunk: usize, out: &mut [f32]) {
         if self.kind.is_k() {
-            let task = |chunk: (usize, &mut [f32])| self.rows_task(kernels, &acts, chunk);
-            return super::by_output_stripes(self.rows, rows, ROWS_PER_TASK, parallel, task);
+            self.rows_task(kernels, x.acts, (chunk, out));
+        } else {
+            self.packed_task(kernels, &x.rows, (chunk, out));
         }
-        let act_rows: Vec<ActRow<'_>> = (0..rows).map(|j| acts.row(j)).collect();
-        let task = |chunk: (usize, &mut [f32])| self.packed_task(kernels, &act_rows, chunk);
-        super::by_output_stripes(self.rows, rows, ROWS_PER_TASK, parallel, task)
     }
 
     /// One task's stripe (`out`: every activation row × its weight rows)
@@ -262,14 +277,14 @@ impl QuantMatrix {
 
     /// The activations rounded to 8 bits, each row on its own (split
     /// across the pool when there are many).
-    fn quantize(&self, x: &[f32], rows: usize) -> Activations {
+    pub(super) fn quantize(&self, x: &[f32], rows: usize) -> Activations {
         let block = if self.kind.is_k() {
             blocks::QK_K
         } else {
             blocks::QK
         };
         // Parts of 2 rows across candle's barrier pool (the matmul's own
-        // pool; see `by_output_stripes`): even a verification call's dozen
+        // pool; see `fused::on_pool`): even a verification call's dozen
         // rows, whose rounding would otherwise leave the pool waiting.
         const PARALLEL_ROWS: usize = 2;
         let pool = candle_core::utils::barrier_pool();

@@ -11,7 +11,7 @@ use super::blocks::{Activations, Kind};
 use super::{GROUP, QuantMatrix, implementations};
 
 /// A fixed LCG: the tests need the same numbers every run, not quality.
-pub(crate) struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
     pub(crate) fn next(&mut self) -> u64 {
