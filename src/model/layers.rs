@@ -12,6 +12,7 @@ mod attention;
 mod kernels;
 mod linear;
 pub mod quant;
+pub mod rows;
 
 pub use attention::attend_by_query;
 pub use linear::{

@@ -9,7 +9,7 @@ use candle_core::{DType, Tensor};
 use super::Variant;
 use crate::model::kv_cache::KvCache;
 use crate::model::layers::{
-    Linear, attend_by_query, attend_capped, gated_product, project_to_heads,
+    Linear, attend_by_query, attend_capped, gated_product, project_to_heads, rows,
 };
 use crate::model::llama::{LlamaConfig, LlamaWeights};
 
@@ -69,7 +69,19 @@ impl RmsNorm {
     /// In f32 whatever the weights' dtype, as transformers does; over the
     /// last dimension (a head's width for q/k norms).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_on(x, false)
+    }
+
+    /// [`Self::forward`], its rows on candle's barrier pool when
+    /// `barrier_pool` (beside the quantized kernels, which run there; the
+    /// same bits, see [`crate::model::layers::rows`]).
+    pub fn forward_on(&self, x: &Tensor, barrier_pool: bool) -> Result<Tensor> {
         let dtype = x.dtype();
+        if barrier_pool
+            && let Some(y) = rows::rms_norm(&x.to_dtype(DType::F32)?, &self.weight, self.eps)?
+        {
+            return Ok(y.to_dtype(dtype)?);
+        }
         let y = candle_nn::ops::rms_norm(
             &x.to_dtype(DType::F32)?.contiguous()?,
             &self.weight,
@@ -127,6 +139,11 @@ impl Attention {
         })
     }
 
+    /// Whether the projections run on this crate's quantized kernels.
+    fn on_own_kernels(&self) -> bool {
+        self.q.quantized_path() == Some("kernels")
+    }
+
     fn forward(
         &self,
         x: &Tensor,
@@ -153,12 +170,20 @@ impl Attention {
                 split(self.v.forward(x)?, self.kv_heads)?,
             ],
         };
+        // Beside the quantized kernels, the norms and rotations run on their
+        // pool too.
+        let own = self.on_own_kernels();
         if let Some((q_norm, k_norm)) = &self.qk_norm {
-            q = q_norm.forward(&q)?;
-            k = k_norm.forward(&k)?;
+            q = q_norm.forward_on(&q, own)?;
+            k = k_norm.forward_on(&k, own)?;
         }
-        let q = candle_nn::rotary_emb::rope(&q, cos, sin)?;
-        let k = candle_nn::rotary_emb::rope(&k, cos, sin)?;
+        let rope = |x: &Tensor| -> Result<Tensor> {
+            if own && let Some(y) = rows::rope(x, cos, sin)? {
+                return Ok(y);
+            }
+            Ok(candle_nn::rotary_emb::rope(x, cos, sin)?)
+        };
+        let (q, k) = (rope(&q)?, rope(&k)?);
         let (k, v) = cache.append(layer, k, v)?;
         // Quantized projections round their inputs to 8 bits, so there the
         // attention is computed query by query: a position's bits must not
@@ -246,17 +271,19 @@ impl Block {
         cache: &mut KvCache,
         layer: usize,
     ) -> Result<Tensor> {
-        let mut attended =
-            self.attention
-                .forward(&self.input_norm.forward(x)?, rotary, mask, cache, layer)?;
+        let own = self.attention.on_own_kernels();
+        let normed = self.input_norm.forward_on(x, own)?;
+        let mut attended = self
+            .attention
+            .forward(&normed, rotary, mask, cache, layer)?;
         if let Some(s) = &self.sandwich {
-            attended = s.after_attention.forward(&attended)?;
+            attended = s.after_attention.forward_on(&attended, own)?;
         }
         let x = (x + attended)?;
-        let h = self.mlp_norm.forward(&x)?;
+        let h = self.mlp_norm.forward_on(&x, own)?;
         let mut mlp = self.down.forward(&self.gated(&h)?)?;
         if let Some(s) = &self.sandwich {
-            mlp = s.after_mlp.forward(&mlp)?;
+            mlp = s.after_mlp.forward_on(&mlp, own)?;
         }
         Ok((x + mlp)?)
     }
