@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times llama.cpp and specbench on the same GGUF files and writes one table:
-# decode ms/token, prompt ms/token, a 12-row and a 48-row call, at 1 and 2
-# threads, with specbench's time over llama.cpp's per row (docs/benchmarks.md,
-# "bench model").
+# decode ms/token, prompt ms/token, calls of 12 and 48 rows with the last row's
+# logits (a prompt) and with every row's (a verification), at 1 and 2 threads,
+# with specbench's time over llama.cpp's per row (docs/benchmarks.md, "bench
+# model").
 #
 #   scripts/bench-vs-llamacpp.sh                 # SmolLM2 Q4_1 + its Q4_0, Q8_0
 #   scripts/bench-vs-llamacpp.sh --build-only    # only build llama.cpp
@@ -82,39 +83,57 @@ requantized() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# llama.cpp: ms per token of tg$STEPS, pp$PROMPT, and ms per call of pp12, pp48.
+# The measures, in the order both programs print them.
+MEASURES="decode ms/token|prompt ms/token|12 rows, last logits ms|48 rows, last logits ms|12 rows, all logits ms|48 rows, all logits ms"
+
+# llama.cpp: ms per token of tg$STEPS and pp$PROMPT; ms per call of pp12 and
+# pp48 (only the last row's logits, as a prompt), and of pp12 and pp48 after
+# $PROMPT tokens with every row's logits (`-embd 1` makes every token an
+# output; with no pooling the head still runs on each, as a verification
+# call needs).
 llama_once() {
     local model=$1 threads=$2
-    "$ROOT/build/bin/llama-bench" -m "$model" -t "$threads" -r 1 -o json \
-        -p "$PROMPT,12,48" -n "$STEPS" 2>/dev/null | "$PYTHON" -c '
-import json, sys
-rows = json.load(sys.stdin)
-per = {}
-for r in rows:
-    ms = 1000.0 / r["avg_ts"]  # ms per token
-    key = "decode" if r["n_gen"] else r["n_prompt"]
-    per[key] = ms
-p = int(sys.argv[1])
-print(per["decode"], per[p], per[12] * 12, per[48] * 48)
-' "$PROMPT"
-}
-
-# specbench: the same four, from `bench model --json` (its quantized row).
-specbench_once() {
-    local model=$1 threads=$2
-    local rows
-    rows=$( "$SPECBENCH" bench model --model "$model" --matmul quantized --threads "$threads" --batches 1 \
-        --prompt "$PROMPT" --steps "$STEPS" --repeats 1 --drafts 2 --draft-len 5 --json 2>/dev/null )
-    local rows48
-    rows48=$( "$SPECBENCH" bench model --model "$model" --matmul quantized --threads "$threads" --batches 1 \
-        --prompt "$PROMPT" --steps 1 --repeats 1 --drafts 8 --draft-len 5 --json 2>/dev/null )
+    local last all
+    last=$("$ROOT/build/bin/llama-bench" -m "$model" -t "$threads" -r 1 -o json \
+        -p "$PROMPT,12,48" -n "$STEPS" 2>/dev/null)
+    all=$("$ROOT/build/bin/llama-bench" -m "$model" -t "$threads" -r 1 -o json \
+        -p 12,48 -n 0 -d "$PROMPT" -embd 1 2>/dev/null)
     "$PYTHON" -c '
 import json, sys
-a, b, p = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
-pick = lambda rows: next(r for r in rows if r["size"] != "dequantized")
-r, r48 = pick(a), pick(b)
-print(r["decode_ms"], r["prefill_ms"] / p, r["verify_ms"], r48["verify_ms"])
-' "$rows" "$rows48" "$PROMPT"
+def per(rows):
+    out = {}
+    for r in rows:
+        ms = 1000.0 / r["avg_ts"]  # ms per token
+        out["decode" if r["n_gen"] else r["n_prompt"]] = ms
+    return out
+last, every, p = per(json.loads(sys.argv[1])), per(json.loads(sys.argv[2])), int(sys.argv[3])
+print(last["decode"], last[p], last[12] * 12, last[48] * 48, every[12] * 12, every[48] * 48)
+' "$last" "$all" "$PROMPT"
+}
+
+# specbench: the same six, from `bench model --json` (its quantized row):
+# decode and prompt after $PROMPT tokens, prompts of 12 and 48 tokens
+# (prefill: last row's logits), and verification calls of 2 × 6 and 8 × 6
+# rows after $PROMPT tokens (every row's logits).
+specbench_once() {
+    local model=$1 threads=$2
+    bench() {
+        "$SPECBENCH" bench model --model "$model" --matmul quantized --threads "$threads" --batches 1 \
+            --repeats 1 --draft-len 5 --json "$@" 2>/dev/null
+    }
+    local main rows48 prompt12 prompt48
+    main=$(bench --prompt "$PROMPT" --steps "$STEPS" --drafts 2)
+    rows48=$(bench --prompt "$PROMPT" --steps 1 --drafts 8)
+    prompt12=$(bench --prompt 12 --steps 1 --drafts 1)
+    prompt48=$(bench --prompt 48 --steps 1 --drafts 1)
+    "$PYTHON" -c '
+import json, sys
+pick = lambda text: next(r for r in json.loads(text) if r["size"] != "dequantized")
+main, r48, p12, p48 = (pick(t) for t in sys.argv[1:5])
+p = int(sys.argv[5])
+print(main["decode_ms"], main["prefill_ms"] / p, p12["prefill_ms"], p48["prefill_ms"],
+      main["verify_ms"], r48["verify_ms"])
+' "$main" "$rows48" "$prompt12" "$prompt48" "$PROMPT"
 }
 
 measure() {
@@ -127,10 +146,9 @@ measure() {
     done
     local name
     name=$(basename "$model" .gguf)
-    for col in 1 2 3 4; do
-        local what
-        what=$(echo "decode ms/token|prompt ms/token|12-row call ms|48-row call ms" | cut -d'|' -f"$col")
-        local lm sm
+    for col in 1 2 3 4 5 6; do
+        local what lm sm
+        what=$(echo "$MEASURES" | cut -d'|' -f"$col")
         lm=$(awk -v c="$col" '{print $c}' "$l" | median)
         sm=$(awk -v c="$col" '{print $c}' "$s" | median)
         printf '| %s | %s | %s | %.2f | %.2f | %.2f |\n' "$name" "$threads" "$what" "$lm" "$sm" \

@@ -17,7 +17,9 @@
 //! - a block's quantized q, k and v projections run as one call written by
 //!   heads, and its gate and up projections as one call that applies the
 //!   activation (`model::layers::quant::fused`), instead of a call per
-//!   layer and separate tensor ops.
+//!   layer and separate tensor ops;
+//! - beside the quantized kernels, RMSNorm and rope on candle's barrier
+//!   pool with candle-nn's expressions (`model::layers::rows`).
 //!
 //! The decoders' f32 matmul kernels (`model::layers`) are not among them:
 //! their sums' order is the model's arithmetic, and other kernels give
