@@ -113,6 +113,10 @@ pub fn products(
     layouts: &[Layout],
 ) -> Vec<Vec<f32>> {
     assert_eq!(matrices.len(), layouts.len(), "one layout per product");
+    assert!(
+        matrices.iter().all(|m| m.cols == matrices[0].cols),
+        "products of one input read rows of one width"
+    );
     let input = Input::round(matrices, x, rows);
     let views: Vec<RowsOf<'_>> = (matrices.iter())
         .map(|m| RowsOf::new(input.for_matrix(m)))
