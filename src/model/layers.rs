@@ -55,19 +55,67 @@ where
     y
 }
 
-/// An output buffer's base pointer, shared by the pool's threads.
+/// `run` over `0..items`, split across candle's barrier pool (the pool the
+/// quantized kernels and candle's own CPU ops run on) when `parallel` and
+/// the pool has threads, on this thread otherwise.
+pub(crate) fn on_barrier_pool(
+    items: usize,
+    parallel: bool,
+    run: impl Fn(std::ops::Range<usize>) + Sync,
+) {
+    let pool = candle_core::utils::barrier_pool();
+    if parallel && pool.n_workers() > 0 {
+        pool.execute_chunked(items, run);
+    } else {
+        run(0..items);
+    }
+}
+
+/// An output buffer that the pool's threads fill, each its own stretches:
+/// its base pointer and length.
 #[derive(Clone, Copy)]
-struct StripePointer(*mut f32);
+pub(crate) struct SharedOutput(*mut f32, usize);
 
-// SAFETY: the threads write disjoint stretches (see `attend_by_query`).
-unsafe impl Send for StripePointer {}
-unsafe impl Sync for StripePointer {}
+// SAFETY: the threads write disjoint stretches (each caller's promise).
+unsafe impl Send for SharedOutput {}
+unsafe impl Sync for SharedOutput {}
 
-impl StripePointer {
-    /// The pointer `offset` values on (a method, so closures capture the
-    /// whole `Sync` wrapper rather than its raw field).
-    fn at(self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
+impl SharedOutput {
+    /// `values`, written values.
+    pub(crate) fn over(values: &mut [f32]) -> Self {
+        Self(values.as_mut_ptr(), values.len())
+    }
+
+    /// The first `len` values of `values`' reserved capacity, not yet
+    /// written: only [`Self::write`] may fill them.
+    pub(crate) fn reserved(values: &mut Vec<f32>, len: usize) -> Self {
+        assert!(values.capacity() >= len, "{len} values reserved");
+        Self(values.as_mut_ptr(), len)
+    }
+
+    /// Copies `values` to `at..`.
+    ///
+    /// # Safety
+    /// The buffer outlives the call, and no other thread writes or reads
+    /// `at..at + values.len()` meanwhile.
+    pub(crate) unsafe fn write(self, at: usize, values: &[f32]) {
+        assert!(at + values.len() <= self.1, "an output past its buffer");
+        // SAFETY: inside the buffer (checked); exclusive and alive by the
+        // caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(at), values.len()) }
+    }
+
+    /// The `len` values from `at` on, to compute in place.
+    ///
+    /// # Safety
+    /// The buffer was made by [`Self::over`] and outlives the slice, and no
+    /// other thread writes or reads those values while it lives.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn stretch<'a>(self, at: usize, len: usize) -> &'a mut [f32] {
+        assert!(at + len <= self.1, "an output past its buffer");
+        // SAFETY: inside the buffer (checked), initialised, exclusive and
+        // alive by the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(at), len) }
     }
 }
 

@@ -16,7 +16,7 @@
 use anyhow::{Result, ensure};
 use candle_core::{DType, Tensor};
 
-use super::StripePointer;
+use super::SharedOutput;
 
 /// Lanes of the dot products' accumulators (one AVX register's worth).
 const LANES: usize = 8;
@@ -71,7 +71,7 @@ pub fn attend_by_query(
         cap: cap.map(|c| c as f32),
     };
     let mut out = vec![0f32; rows * width * heads * d];
-    let base = StripePointer(out.as_mut_ptr());
+    let base = SharedOutput::over(&mut out);
     let task = |pairs: std::ops::Range<usize>| {
         let mut scores = Vec::with_capacity(len);
         for pair in pairs {
@@ -81,19 +81,13 @@ pub fn attend_by_query(
                 let visible = mask.as_ref().map(|m| &m[i * len..(i + 1) * len]);
                 let at = ((row * width + i) * heads + head) * d;
                 // SAFETY: pair (row, head) alone writes the d values of
-                // each of its positions, inside `out`, which outlives the
-                // call.
-                let to = unsafe { std::slice::from_raw_parts_mut(base.at(at), d) };
+                // each of its positions, in `out`, which outlives the call.
+                let to = unsafe { base.stretch(at, d) };
                 shape.one_query(query, (&k, &v), row, head, visible, &mut scores, to);
             }
         }
     };
-    let pool = candle_core::utils::barrier_pool();
-    if pool.n_workers() > 0 && rows * heads > 1 {
-        pool.execute_chunked(rows * heads, task);
-    } else {
-        task(0..rows * heads);
-    }
+    super::on_barrier_pool(rows * heads, rows * heads > 1, task);
     Ok(Tensor::from_vec(
         out,
         (rows, width, heads * d),

@@ -157,7 +157,7 @@ impl Linear {
             Some(bias) => y.broadcast_add(bias)?,
             None => y.contiguous()?,
         };
-        Ok(y.reshape(self.output_shape(x, output)?)?)
+        Ok(y.reshape(output_shape(x, output)?)?)
     }
 
     /// The dot-product kernel, split across the rayon pool. f32 on the
@@ -204,11 +204,7 @@ impl Linear {
         let parallel = output * input * rows >= PARALLEL_MIN_WORK;
         let y = super::by_output_chunks(output, rows, ROWS_PER_TASK, parallel, task);
         drop(w_storage);
-        Ok(Tensor::from_vec(
-            y,
-            self.output_shape(x, output)?,
-            x.device(),
-        )?)
+        Ok(Tensor::from_vec(y, output_shape(x, output)?, x.device())?)
     }
 
     fn on_cpu_in_f32(&self, x: &Tensor) -> bool {
@@ -233,14 +229,15 @@ impl Linear {
         );
         Ok(x.elem_count() / input.max(1))
     }
+}
 
-    fn output_shape(&self, x: &Tensor, output: usize) -> Result<Vec<usize>> {
-        let mut shape = x.dims().to_vec();
-        *shape
-            .last_mut()
-            .context("linear layer input has no dimensions")? = output;
-        Ok(shape)
-    }
+/// `x`'s shape with `output` features in place of its last dimension.
+fn output_shape(x: &Tensor, output: usize) -> Result<Vec<usize>> {
+    let mut shape = x.dims().to_vec();
+    *shape
+        .last_mut()
+        .context("linear layer input has no dimensions")? = output;
+    Ok(shape)
 }
 
 impl candle_core::Module for Linear {
@@ -252,6 +249,13 @@ impl candle_core::Module for Linear {
 /// `x Wᵀ` by the quantized kernels: `x` f32 on the CPU, `[..., input]`.
 fn forward_quantized(matrix: &QuantMatrix, x: &Tensor) -> Result<Tensor> {
     let (output, input) = matrix.dims();
+    let y = on_cpu_rows(x, input, |values, rows| matrix.matmul(values, rows))?;
+    Ok(Tensor::from_vec(y, output_shape(x, output)?, x.device())?)
+}
+
+/// `f(values, rows)` on `x`'s rows of `input` features, read in place: `x`
+/// f32 on the CPU, `[..., input]` (an error otherwise).
+fn on_cpu_rows<T>(x: &Tensor, input: usize, f: impl FnOnce(&[f32], usize) -> T) -> Result<T> {
     let last = *x
         .dims()
         .last()
@@ -265,12 +269,8 @@ fn forward_quantized(matrix: &QuantMatrix, x: &Tensor) -> Result<Tensor> {
     let rows = x.elem_count() / input;
     let x = x.contiguous()?;
     let (storage, layout) = x.storage_and_layout();
-    let xs = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * input];
-    let y = matrix.matmul(xs, rows);
-    drop(storage);
-    let mut shape = x.dims().to_vec();
-    *shape.last_mut().context("no dimensions")? = output;
-    Ok(Tensor::from_vec(y, shape, x.device())?)
+    let values = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * input];
+    Ok(f(values, rows))
 }
 
 /// The matrices of `layers` when every one is kept for the quantized
@@ -303,19 +303,17 @@ pub fn project_to_heads(layers: [&Linear; 3], x: &Tensor, d: usize) -> Result<Op
         return Ok(None);
     };
     let (rows, width, _) = x.dims3()?;
-    let xs = x.contiguous()?;
-    let (storage, layout) = xs.storage_and_layout();
+    let layouts = [Layout::Heads { width, d }; 3];
     let input = matrices[0].dims().1;
-    let values = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * width * input];
-    let heads = Layout::Heads { width, d };
-    let products = fused::products(
-        super::quant::chosen(),
-        &matrices,
-        values,
-        rows * width,
-        &[heads; 3],
-    );
-    drop(storage);
+    let products = on_cpu_rows(x, input, |values, positions| {
+        fused::products(
+            super::quant::chosen(),
+            &matrices,
+            values,
+            positions,
+            &layouts,
+        )
+    })?;
     let mut products = products.into_iter();
     let mut next = |m: &QuantMatrix| -> Result<Tensor> {
         let values = products.next().context("one product per layer")?;
@@ -346,15 +344,14 @@ pub fn gated_product(
         return Ok(None);
     };
     let (output, input) = g.dims();
-    let rows = x.elem_count() / input;
-    let xs = x.contiguous()?;
-    let (storage, layout) = xs.storage_and_layout();
-    let values = &cpu_f32_slice(&storage, layout.start_offset())?[..rows * input];
-    let y = fused::gated(super::quant::chosen(), (g, u), values, rows, act);
-    drop(storage);
-    let mut shape = x.dims().to_vec();
-    *shape.last_mut().context("no dimensions")? = output;
-    Ok(Some(Tensor::from_vec(y, shape, x.device())?))
+    let y = on_cpu_rows(x, input, |values, rows| {
+        fused::gated(super::quant::chosen(), (g, u), values, rows, act)
+    })?;
+    Ok(Some(Tensor::from_vec(
+        y,
+        output_shape(x, output)?,
+        x.device(),
+    )?))
 }
 
 /// The f32 elements of a CPU tensor's storage from `offset` on.

@@ -29,21 +29,16 @@ fn cpu_values(t: &Tensor) -> Result<Option<Vec<f32>>> {
 /// rows enough.
 fn by_rows(rows: usize, width: usize, row: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
     let mut out = vec![0f32; rows * width];
-    let base = super::StripePointer(out.as_mut_ptr());
+    let base = super::SharedOutput::over(&mut out);
     let run = |range: std::ops::Range<usize>| {
         for i in range {
-            // SAFETY: row `i` alone writes its `width` values, inside
-            // `out`, which outlives the call.
-            let to = unsafe { std::slice::from_raw_parts_mut(base.at(i * width), width) };
+            // SAFETY: row `i` alone writes its `width` values, in `out`,
+            // which outlives the call.
+            let to = unsafe { base.stretch(i * width, width) };
             row(i, to);
         }
     };
-    let pool = candle_core::utils::barrier_pool();
-    if rows >= PARALLEL_MIN_ROWS && pool.n_workers() > 0 {
-        pool.execute_chunked(rows, run);
-    } else {
-        run(0..rows);
-    }
+    super::on_barrier_pool(rows, rows >= PARALLEL_MIN_ROWS, run);
     out
 }
 

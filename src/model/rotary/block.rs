@@ -77,16 +77,16 @@ impl RmsNorm {
     /// same bits, see [`crate::model::layers::rows`]).
     pub fn forward_on(&self, x: &Tensor, barrier_pool: bool) -> Result<Tensor> {
         let dtype = x.dtype();
-        if barrier_pool
-            && let Some(y) = rows::rms_norm(&x.to_dtype(DType::F32)?, &self.weight, self.eps)?
-        {
-            return Ok(y.to_dtype(dtype)?);
-        }
-        let y = candle_nn::ops::rms_norm(
-            &x.to_dtype(DType::F32)?.contiguous()?,
-            &self.weight,
-            self.eps,
-        )?;
+        let x = x.to_dtype(DType::F32)?;
+        let pooled = if barrier_pool {
+            rows::rms_norm(&x, &self.weight, self.eps)?
+        } else {
+            None
+        };
+        let y = match pooled {
+            Some(y) => y,
+            None => candle_nn::ops::rms_norm(&x.contiguous()?, &self.weight, self.eps)?,
+        };
         Ok(y.to_dtype(dtype)?)
     }
 }

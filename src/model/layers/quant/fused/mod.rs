@@ -16,6 +16,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::super::SharedOutput;
 use super::blocks::{ActRow, Activations};
 use super::{Kernels, PARALLEL_MIN_WORK, QuantMatrix};
 
@@ -132,10 +133,8 @@ pub fn products(
             Some(first)
         })
         .collect();
-    let tasks = firsts
-        .last()
-        .map_or(0, |&f| f + matrices[matrices.len() - 1].tasks());
-    let pointers: Vec<OutputPointer> = outputs.iter_mut().map(Output::pointer).collect();
+    let tasks = matrices.iter().map(|m| m.tasks()).sum();
+    let pointers: Vec<SharedOutput> = outputs.iter_mut().map(Output::pointer).collect();
     let task_work = super::ROWS_PER_TASK * matrices[0].cols * rows;
     on_pool(tasks, task_work, |task, stripe| {
         let m = firsts.partition_point(|&first| first <= task) - 1;
@@ -251,8 +250,8 @@ impl Output {
         }
     }
 
-    fn pointer(&mut self) -> OutputPointer {
-        OutputPointer(self.values.as_mut_ptr(), self.len)
+    fn pointer(&mut self) -> SharedOutput {
+        SharedOutput::reserved(&mut self.values, self.len)
     }
 
     /// The values, once every task has run.
@@ -261,28 +260,6 @@ impl Output {
         // value (each output of each row by the task of its stripe).
         unsafe { self.values.set_len(self.len) };
         self.values
-    }
-}
-
-/// An output buffer's base pointer and length, shared by the pool's
-/// threads.
-#[derive(Clone, Copy)]
-struct OutputPointer(*mut f32, usize);
-
-// SAFETY: the threads write disjoint stretches (see the callers).
-unsafe impl Send for OutputPointer {}
-unsafe impl Sync for OutputPointer {}
-
-impl OutputPointer {
-    /// Copies `values` to `at..`.
-    ///
-    /// # Safety
-    /// No other thread writes or reads `at..at + values.len()` meanwhile.
-    unsafe fn write(self, at: usize, values: &[f32]) {
-        assert!(at + values.len() <= self.1, "an output past its buffer");
-        // SAFETY: inside the buffer (checked), which outlives the call;
-        // exclusive by the caller's promise.
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(at), values.len()) }
     }
 }
 
